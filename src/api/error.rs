@@ -1,0 +1,96 @@
+//! The one error type of the HTTP API: every failure is `{"error": {"code", "message"}}` with the
+//! right status, including malformed JSON bodies (via [`ApiJson`]).
+
+use axum::extract::rejection::JsonRejection;
+use axum::extract::FromRequest;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// An API failure, mapped once to a status and the JSON error body.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 400: the request is malformed or fails a rule (`code` says which).
+    #[error("{message}")]
+    BadRequest {
+        /// Stable machine-readable code.
+        code: &'static str,
+        /// Human-readable detail.
+        message: String,
+    },
+    /// 413: the body is larger than allowed.
+    #[error("request body too large")]
+    PayloadTooLarge,
+    /// 415: the body is not JSON.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// 401: a bearer token is required and missing or wrong.
+    #[error("a valid admin bearer token is required")]
+    Unauthorized,
+    /// 403: the endpoint is disabled in this deployment.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 404: no such route or resource.
+    #[error("{0}")]
+    NotFound(String),
+    /// 405: the route exists with another method.
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    /// 422: a config candidate failed validation (`errors` listed in the body).
+    #[error("the config is invalid")]
+    InvalidConfig(Vec<crate::config::ConfigError>),
+    /// 503: the service cannot take the request now.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl ApiError {
+    /// A 400 with `code` and `message`.
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        Self::BadRequest { code, message: message.into() }
+    }
+
+    fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            Self::BadRequest { code, .. } => (StatusCode::BAD_REQUEST, code),
+            Self::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            Self::UnsupportedMediaType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
+            Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+            Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
+            Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
+            Self::InvalidConfig(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_config"),
+            Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, code) = self.status_and_code();
+        let mut body = json!({ "error": { "code": code, "message": self.to_string() } });
+        if let Self::InvalidConfig(errors) = &self {
+            body["error"]["errors"] = json!(errors);
+        }
+        (status, axum::Json(body)).into_response()
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> Self {
+        match rejection {
+            JsonRejection::MissingJsonContentType(_) => {
+                Self::UnsupportedMediaType("expected Content-Type: application/json".into())
+            }
+            JsonRejection::BytesRejection(r) if r.status() == StatusCode::PAYLOAD_TOO_LARGE => Self::PayloadTooLarge,
+            JsonRejection::JsonSyntaxError(e) => Self::bad_request("malformed_json", e.body_text()),
+            JsonRejection::JsonDataError(e) => Self::bad_request("invalid_body", e.body_text()),
+            other => Self::bad_request("bad_request", other.body_text()),
+        }
+    }
+}
+
+/// `axum::Json` whose rejections are [`ApiError`]s.
+#[derive(Debug, FromRequest)]
+#[from_request(via(axum::Json), rejection(ApiError))]
+pub struct ApiJson<T>(pub T);

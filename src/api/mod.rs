@@ -1,0 +1,152 @@
+//! The HTTP API (DESIGN.md section 8): [`router`] builds the axum app from an [`AppState`], so
+//! tests serve it on a real listener exactly as `switchboard serve` does.
+//!
+//! Only this module knows HTTP: status codes, JSON error bodies ([`error::ApiError`]), SSE framing.
+
+pub mod chat;
+pub mod error;
+
+use std::sync::Arc;
+
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, HeaderMap};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+use crate::registry::{Registry, ReloadOutcome};
+use crate::reload::Reloader;
+use crate::supervisor::Supervisor;
+use error::ApiError;
+
+/// Largest request body, in bytes.
+pub const MAX_BODY_BYTES: usize = 256 * 1024;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    /// The pipeline.
+    pub supervisor: Supervisor,
+    /// The reload loop, when hot reload runs.
+    pub reloader: Option<Reloader>,
+    /// Bearer token for `/v1/admin/*`; admin endpoints answer 403 when unset.
+    pub admin_token: Option<Arc<str>>,
+}
+
+/// The API router.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/v1/chat", post(chat::chat))
+        .route("/v1/agents", get(agents))
+        .route("/v1/widgets", get(widgets))
+        .route("/v1/config", get(config_status))
+        .route("/v1/config/validate", post(validate_config))
+        .route("/v1/admin/reload", post(admin_reload))
+        .route("/healthz", get(|| async { Json(json!({ "status": "ok" })) }))
+        .route("/readyz", get(readyz))
+        .fallback(|| async { ApiError::NotFound("no such endpoint".into()) })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+/// A capability card as shown by the API: everything but secrets (headers, interpolated URL).
+fn card(reg: &Registry, agent: &crate::registry::Agent) -> Value {
+    let s = &agent.spec;
+    json!({
+        "id": s.id,
+        "name": s.name,
+        "description": s.description,
+        "enabled": s.enabled,
+        "endpoint": {
+            "url": s.endpoint.url,
+            "protocol": s.endpoint.protocol,
+            "timeout_ms": agent.timeout.as_millis() as u64,
+            "retries": s.endpoint.retries,
+        },
+        "keywords": s.keywords,
+        "examples": s.examples,
+        "input_schema": *agent.input_schema,
+        "output_schema": *agent.output_schema,
+        "required_semantic_keys": s.required_semantic_keys.iter().map(|k| json!({
+            "key": k.key,
+            "description": k.description,
+            "widget": k.widget.clone().unwrap_or_default(),
+            "widget_descriptor": k.widget.as_deref().and_then(|w| reg.widgets.get(w)),
+            "example": k.example,
+        })).collect::<Vec<_>>(),
+        "produces": s.produces,
+    })
+}
+
+async fn agents(State(state): State<AppState>) -> Json<Value> {
+    let reg = state.supervisor.registry.load();
+    let agents: Vec<Value> = reg.agents().iter().map(|a| card(&reg, a)).collect();
+    Json(json!({ "version": reg.version, "hash": reg.hash, "agents": agents }))
+}
+
+async fn widgets(State(state): State<AppState>) -> Json<Value> {
+    Json(Value::Object((*state.supervisor.registry.load().widgets).clone()))
+}
+
+async fn config_status(State(state): State<AppState>) -> Json<Value> {
+    let reg = state.supervisor.registry.load();
+    let status = state.supervisor.registry.status();
+    Json(json!({
+        "version": reg.version,
+        "hash": reg.hash,
+        "loaded_at": chrono::DateTime::<chrono::Utc>::from(reg.loaded_at).to_rfc3339(),
+        "path": reg.path.display().to_string(),
+        "agents": reg.agents().len(),
+        "enabled_agents": reg.enabled().count(),
+        "hot_reload": state.reloader.is_some(),
+        "reloads_ok": status.reloads_ok,
+        "reloads_failed": status.reloads_failed,
+        "last_attempt_at": status.last_attempt_at,
+        "last_error": status.last_error,
+    }))
+}
+
+/// Validates a candidate config (YAML in the body) as if it replaced the serving file: relative
+/// paths resolve against the serving config's directory. Applies nothing.
+async fn validate_config(State(state): State<AppState>, body: String) -> Result<Json<Value>, ApiError> {
+    let reg = state.supervisor.registry.load();
+    let base = reg.path.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+    let path = reg.path.clone();
+    let result = tokio::task::spawn_blocking(move || {
+        crate::config::load_from_str(&body, &path, &base, &|name| std::env::var(name).ok()).map(|c| c.agents.len())
+    })
+    .await
+    .map_err(|_| ApiError::Unavailable("validation failed to run".into()))?;
+    match result {
+        Ok(agents) => Ok(Json(json!({ "valid": true, "agents": agents }))),
+        Err(errors) => Err(ApiError::InvalidConfig(errors.0)),
+    }
+}
+
+fn check_admin(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(token) = state.admin_token.as_deref() else {
+        return Err(ApiError::Forbidden("admin endpoints are disabled: set SWITCHBOARD_ADMIN_TOKEN".into()));
+    };
+    let given =
+        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    match given {
+        Some(g) if constant_time_eq(g.as_bytes(), token.as_bytes()) => Ok(()),
+        _ => Err(ApiError::Unauthorized),
+    }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn admin_reload(State(state): State<AppState>, headers: HeaderMap) -> Result<Json<ReloadOutcome>, ApiError> {
+    check_admin(&state, &headers)?;
+    let reloader = state.reloader.as_ref().ok_or_else(|| ApiError::Unavailable("hot reload is not running".into()))?;
+    reloader.reload("admin").await.map(Json).ok_or_else(|| ApiError::Unavailable("the reload loop stopped".into()))
+}
+
+async fn readyz(State(state): State<AppState>) -> Json<Value> {
+    let reg = state.supervisor.registry.load();
+    Json(json!({ "status": "ready", "version": reg.version, "agents": reg.enabled().count() }))
+}

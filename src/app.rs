@@ -1,0 +1,121 @@
+//! Wiring: build the application state from a config path, serve it, run the demo.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::net::TcpListener;
+
+use crate::api::{self, AppState};
+use crate::config::ConfigErrors;
+use crate::demo::{spawn_sample_agent, SampleAgentHandle, SampleAgentKind, SampleOptions};
+use crate::registry::RegistryHandle;
+use crate::reload::{self, ReloadError};
+use crate::supervisor::Supervisor;
+
+/// Why the service could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The config is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigErrors),
+    /// Hot reload could not start.
+    #[error(transparent)]
+    Reload(#[from] ReloadError),
+    /// A listener could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// Options of [`build_state`].
+#[derive(Debug, Clone, Default)]
+pub struct AppOptions {
+    /// Watch the config and reload on change / `SIGHUP` / admin request.
+    pub hot_reload: bool,
+    /// Bearer token of `/v1/admin/*` (`SWITCHBOARD_ADMIN_TOKEN`).
+    pub admin_token: Option<String>,
+}
+
+/// Loads the config at `config` and builds the state `api::router` serves.
+///
+/// # Errors
+/// [`StartError::Config`] with every config error; [`StartError::Reload`] if watching fails.
+pub fn build_state(config: &Path, opts: AppOptions) -> Result<AppState, StartError> {
+    let registry = Arc::new(RegistryHandle::open(config)?);
+    let reloader = if opts.hot_reload { Some(reload::spawn(registry.clone(), config.to_path_buf())?) } else { None };
+    Ok(AppState {
+        supervisor: Supervisor::new(registry),
+        reloader,
+        admin_token: opts.admin_token.filter(|t| !t.is_empty()).map(Into::into),
+    })
+}
+
+/// Serves `state` on `listener` until `shutdown` resolves.
+///
+/// # Errors
+/// The server's IO error.
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, api::router(state)).with_graceful_shutdown(shutdown).await
+}
+
+/// Binds `addr`.
+///
+/// # Errors
+/// [`StartError::Listen`].
+pub async fn bind(addr: &str) -> Result<TcpListener, StartError> {
+    TcpListener::bind(addr).await.map_err(|source| StartError::Listen { addr: addr.to_string(), source })
+}
+
+/// Starts the sample sub-agents a config points at: every agent whose id is a sample's and whose
+/// URL is on a loopback address gets that sample served on the URL's port.
+///
+/// # Errors
+/// [`StartError::Listen`] when a port is taken.
+pub async fn spawn_demo_agents(state: &AppState) -> Result<Vec<SampleAgentHandle>, StartError> {
+    let reg = state.supervisor.registry.load();
+    let mut handles = Vec::new();
+    for agent in reg.agents() {
+        let Some(kind) = SampleAgentKind::from_agent_id(agent.id()) else { continue };
+        let (Some(host), Some(port)) = (agent.url.host_str(), agent.url.port_or_known_default()) else { continue };
+        if !matches!(host, "127.0.0.1" | "localhost" | "[::1]") {
+            continue;
+        }
+        let addr = format!("{host}:{port}");
+        let listener = bind(&addr).await?;
+        handles.push(spawn_sample_agent(kind, listener, SampleOptions::default()).await);
+    }
+    Ok(handles)
+}
+
+/// The address a listener is bound to, for log lines.
+pub fn local_addr(listener: &TcpListener) -> Option<SocketAddr> {
+    listener.local_addr().ok()
+}
+
+/// Resolves on Ctrl-C or `SIGTERM`.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}

@@ -1,0 +1,427 @@
+//! Reading and validating a config: YAML -> JSON Schema of the file -> typed -> cross-references.
+//!
+//! Every stage collects *all* its errors; a later stage runs only when the earlier one passed
+//! (cross-references on a structurally broken file would only add noise). Each [`ConfigError`]
+//! names the file and a line/column (syntax) or a JSON pointer (everything else).
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use regex::Regex;
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::model::{config_json_schema, AgentSpec, ConfigFile, SchemaSource};
+
+/// One problem in a config, with where it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConfigError {
+    /// The file the problem is in (as given, or as resolved from the config's directory).
+    pub file: String,
+    /// 1-based line, for YAML/JSON syntax errors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// 1-based column, with `line`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
+    /// JSON pointer into the file (e.g. `/agents/1/endpoint/url`), for everything but syntax.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pointer: Option<String>,
+    /// What is wrong, in plain words.
+    pub message: String,
+}
+
+impl ConfigError {
+    fn at(file: impl Into<String>, pointer: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { file: file.into(), line: None, column: None, pointer: Some(pointer.into()), message: message.into() }
+    }
+
+    fn whole(file: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { file: file.into(), line: None, column: None, pointer: None, message: message.into() }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.line, self.column, &self.pointer) {
+            (Some(l), Some(c), _) => write!(f, "{}:{l}:{c}: {}", self.file, self.message),
+            (_, _, Some(p)) if p.is_empty() => write!(f, "{}: {}", self.file, self.message),
+            (_, _, Some(p)) => write!(f, "{} at {p}: {}", self.file, self.message),
+            _ => write!(f, "{}: {}", self.file, self.message),
+        }
+    }
+}
+
+/// Every error found in a config; never empty.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{} configuration error(s); first: {}", .0.len(), .0.first().map(ToString::to_string).unwrap_or_default())]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+/// A capability card after validation: URL and headers interpolated, schemas read and compiled.
+#[derive(Debug, Clone)]
+pub struct ResolvedAgent {
+    /// The card as written (headers still un-interpolated: safe to show).
+    pub spec: AgentSpec,
+    /// The endpoint URL with `${ENV}` interpolated.
+    pub url: reqwest::Url,
+    /// Extra headers with `${ENV}` interpolated. Secret: never shown.
+    pub headers: Vec<(String, String)>,
+    /// The effective call timeout.
+    pub timeout: Duration,
+    /// The input JSON Schema document.
+    pub input_schema: Arc<Value>,
+    /// The output JSON Schema document.
+    pub output_schema: Arc<Value>,
+}
+
+/// A fully validated config: the only input [`crate::registry::Registry`] is built from.
+#[derive(Debug, Clone)]
+pub struct LoadedConfig {
+    /// The config file's path.
+    pub path: PathBuf,
+    /// The file as parsed.
+    pub file: ConfigFile,
+    /// One entry per `agents[]`, same order.
+    pub agents: Vec<ResolvedAgent>,
+    /// `widgets_map.json`: widget id -> descriptor.
+    pub widgets: Map<String, Value>,
+    /// Hex SHA-256 over every file read and every interpolated value.
+    pub hash: String,
+    /// Every file read (config, widget map, schemas): what the reload watcher watches.
+    pub sources: Vec<PathBuf>,
+}
+
+/// Reads, parses and validates the config at `path` (and the files it references), using the
+/// process environment for `${ENV}`.
+///
+/// # Errors
+/// [`ConfigErrors`] with every problem found (missing/empty file, syntax, schema, references).
+pub fn load(path: &Path) -> Result<LoadedConfig, ConfigErrors> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigErrors(vec![ConfigError::whole(path.display().to_string(), format!("cannot read: {e}"))]))?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    load_from_str(&text, path, &base, &|name| std::env::var(name).ok())
+}
+
+/// Validates config `text` as if it were the file `path`, resolving relative paths against
+/// `base_dir` and `${ENV}` through `env`. Used by [`load`] and by `POST /v1/config/validate`.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_from_str(
+    text: &str,
+    path: &Path,
+    base_dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<LoadedConfig, ConfigErrors> {
+    let file_name = path.display().to_string();
+    if text.trim().is_empty() {
+        return Err(ConfigErrors(vec![ConfigError::whole(&file_name, "the file is empty")]));
+    }
+    let value: Value = serde_yaml_ng::from_str(text).map_err(|e| {
+        let loc = e.location();
+        ConfigErrors(vec![ConfigError {
+            file: file_name.clone(),
+            line: loc.as_ref().map(|l| l.line()),
+            column: loc.as_ref().map(|l| l.column()),
+            pointer: None,
+            message: format!("YAML syntax: {e}"),
+        }])
+    })?;
+
+    let schema_errors: Vec<ConfigError> = CONFIG_VALIDATOR
+        .iter_errors(&value)
+        .map(|e| ConfigError::at(&file_name, e.instance_path().to_string(), e.to_string()))
+        .collect();
+    if !schema_errors.is_empty() {
+        return Err(ConfigErrors(schema_errors));
+    }
+    let file: ConfigFile = serde_path_to_error::deserialize(&value).map_err(|e| {
+        let pointer = format!("/{}", e.path().to_string().replace('.', "/"));
+        ConfigErrors(vec![ConfigError::at(&file_name, pointer, e.inner().to_string())])
+    })?;
+
+    let mut check = Checker {
+        file_name: &file_name,
+        base_dir,
+        env,
+        errors: Vec::new(),
+        hasher: Sha256::new(),
+        sources: vec![path.to_path_buf()],
+        schema_cache: HashMap::new(),
+    };
+    check.hasher.update(text.as_bytes());
+    let widgets = check.widgets(&file.widgets_map);
+    let agents = check.agents(&file, widgets.as_ref());
+    let Checker { errors, hasher, sources, .. } = check;
+    if !errors.is_empty() {
+        return Err(ConfigErrors(errors));
+    }
+    let hash = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    Ok(LoadedConfig {
+        path: path.to_path_buf(),
+        file,
+        agents: agents.into_iter().flatten().collect(),
+        widgets: widgets.unwrap_or_default(),
+        hash,
+        sources,
+    })
+}
+
+static CONFIG_VALIDATOR: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
+    jsonschema::validator_for(&config_json_schema()).expect("the generated config schema is a valid JSON Schema")
+});
+
+static WIDGETS_VALIDATOR: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
+    let schema: Value = serde_json::from_str(include_str!("../../schemas/widgets_map.schema.json"))
+        .expect("schemas/widgets_map.schema.json is JSON");
+    jsonschema::validator_for(&schema).expect("schemas/widgets_map.schema.json is a valid JSON Schema")
+});
+
+static ENV_REF: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}").expect("static regex"));
+
+/// Compiles a JSON Schema document with format assertions on (a `format: date` that fails is an
+/// invalid value, not an annotation).
+///
+/// # Errors
+/// The compiler's message when `schema` is not a valid JSON Schema.
+pub fn compile_schema(schema: &Value) -> Result<jsonschema::Validator, String> {
+    jsonschema::options().should_validate_formats(true).build(schema).map_err(|e| e.to_string())
+}
+
+struct Checker<'a> {
+    file_name: &'a str,
+    base_dir: &'a Path,
+    env: &'a dyn Fn(&str) -> Option<String>,
+    errors: Vec<ConfigError>,
+    hasher: Sha256,
+    sources: Vec<PathBuf>,
+    schema_cache: HashMap<PathBuf, Option<Arc<Value>>>,
+}
+
+impl Checker<'_> {
+    fn err(&mut self, pointer: String, message: impl Into<String>) {
+        self.errors.push(ConfigError::at(self.file_name, pointer, message));
+    }
+
+    fn read_json(&mut self, rel: &str) -> Result<Value, ConfigError> {
+        let path = self.base_dir.join(rel);
+        let shown = path.display().to_string();
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| ConfigError::whole(&shown, format!("cannot read: {e}")))?;
+        self.hasher.update(rel.as_bytes());
+        self.hasher.update(text.as_bytes());
+        self.sources.push(path);
+        serde_json::from_str(&text).map_err(|e| ConfigError {
+            file: shown,
+            line: Some(e.line()),
+            column: Some(e.column()),
+            pointer: None,
+            message: format!("JSON syntax: {e}"),
+        })
+    }
+
+    fn widgets(&mut self, rel: &str) -> Option<Map<String, Value>> {
+        let value = match self.read_json(rel) {
+            Ok(v) => v,
+            Err(e) => {
+                self.errors.push(e);
+                return None;
+            }
+        };
+        let shown = self.base_dir.join(rel).display().to_string();
+        let errs: Vec<_> = WIDGETS_VALIDATOR
+            .iter_errors(&value)
+            .map(|e| ConfigError::at(&shown, e.instance_path().to_string(), e.to_string()))
+            .collect();
+        if !errs.is_empty() {
+            self.errors.extend(errs);
+            return None;
+        }
+        value.as_object().cloned()
+    }
+
+    fn schema(&mut self, src: &SchemaSource, pointer: String) -> Option<Arc<Value>> {
+        match src {
+            SchemaSource::Inline(map) => {
+                let v = Value::Object(map.clone());
+                self.check_schema(&v, pointer).then(|| Arc::new(v))
+            }
+            SchemaSource::Path(rel) => {
+                let key = self.base_dir.join(rel);
+                if let Some(cached) = self.schema_cache.get(&key) {
+                    return cached.clone();
+                }
+                let result = match self.read_json(rel) {
+                    Ok(v) => self.check_schema(&v, pointer).then(|| Arc::new(v)),
+                    Err(e) => {
+                        self.err(pointer, format!("schema file {rel:?}: {}", e.message));
+                        None
+                    }
+                };
+                self.schema_cache.insert(key, result.clone());
+                result
+            }
+        }
+    }
+
+    fn check_schema(&mut self, schema: &Value, pointer: String) -> bool {
+        match compile_schema(schema) {
+            Ok(_) => true,
+            Err(e) => {
+                self.err(pointer, format!("not a valid JSON Schema: {e}"));
+                false
+            }
+        }
+    }
+
+    fn interpolate(&mut self, text: &str, pointer: &str) -> String {
+        let mut missing = Vec::new();
+        let out = ENV_REF.replace_all(text, |caps: &regex::Captures<'_>| match (self.env)(&caps[1]) {
+            Some(v) => v,
+            None => {
+                missing.push(caps[1].to_string());
+                String::new()
+            }
+        });
+        for name in missing {
+            self.err(pointer.to_string(), format!("environment variable {name} is not set"));
+        }
+        self.hasher.update(out.as_bytes());
+        out.into_owned()
+    }
+
+    fn agents(&mut self, file: &ConfigFile, widgets: Option<&Map<String, Value>>) -> Vec<Option<ResolvedAgent>> {
+        let mut seen: HashSet<&str> = HashSet::new();
+        let default_timeout = file.supervisor.default_agent_timeout.0;
+        let mut out = Vec::with_capacity(file.agents.len());
+        for (i, agent) in file.agents.iter().enumerate() {
+            let p = format!("/agents/{i}");
+            if !seen.insert(&agent.id) {
+                self.err(format!("{p}/id"), format!("duplicate agent id {:?}", agent.id));
+            }
+            let before = self.errors.len();
+            let url = self.interpolate(&agent.endpoint.url, &format!("{p}/endpoint/url"));
+            let url = match reqwest::Url::parse(&url) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Some(u),
+                Ok(u) => {
+                    self.err(format!("{p}/endpoint/url"), format!("scheme {:?} is not http or https", u.scheme()));
+                    None
+                }
+                Err(e) => {
+                    self.err(format!("{p}/endpoint/url"), format!("not a URL: {e}"));
+                    None
+                }
+            };
+            let mut headers = Vec::new();
+            for (name, value) in &agent.endpoint.headers {
+                let hp = format!("{p}/endpoint/headers/{name}");
+                let value = self.interpolate(value, &hp);
+                if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                    self.err(hp.clone(), format!("{name:?} is not a valid header name"));
+                }
+                if reqwest::header::HeaderValue::from_str(&value).is_err() {
+                    self.err(hp, "the value (after interpolation) is not a valid header value");
+                }
+                headers.push((name.clone(), value));
+            }
+            let input = self.schema(&agent.input_schema, format!("{p}/input_schema"));
+            let output = self.schema(&agent.output_schema, format!("{p}/output_schema"));
+            self.keys(file, agent, &p, input.as_deref(), widgets);
+            if let Some(output) = output.as_deref() {
+                let props = output.get("properties").and_then(Value::as_object);
+                for (j, key) in agent.produces.iter().enumerate() {
+                    if props.is_some_and(|props| !props.contains_key(key)) {
+                        self.err(
+                            format!("{p}/produces/{j}"),
+                            format!("{key:?} is not a property of the output schema"),
+                        );
+                    }
+                }
+            }
+            let ok = self.errors.len() == before;
+            out.push(match (ok, url, input, output) {
+                (true, Some(url), Some(input_schema), Some(output_schema)) => Some(ResolvedAgent {
+                    spec: agent.clone(),
+                    url,
+                    headers,
+                    timeout: agent.endpoint.timeout.map_or(default_timeout, |t| t.0),
+                    input_schema,
+                    output_schema,
+                }),
+                _ => None,
+            });
+        }
+        out
+    }
+
+    fn keys(
+        &mut self,
+        file: &ConfigFile,
+        agent: &AgentSpec,
+        p: &str,
+        input: Option<&Value>,
+        widgets: Option<&Map<String, Value>>,
+    ) {
+        let props = input.and_then(|s| s.get("properties")).and_then(Value::as_object);
+        let mut seen = HashSet::new();
+        for (j, k) in agent.required_semantic_keys.iter().enumerate() {
+            let kp = format!("{p}/required_semantic_keys/{j}");
+            if !seen.insert(k.key.as_str()) {
+                self.err(format!("{kp}/key"), format!("duplicate semantic key {:?}", k.key));
+            }
+            if input.is_some() && !props.is_some_and(|props| props.contains_key(&k.key)) {
+                self.err(format!("{kp}/key"), format!("{:?} is not a property of the agent's input schema", k.key));
+            }
+            if let (Some(w), Some(widgets)) = (k.widget.as_deref(), widgets) {
+                if !w.is_empty() && !widgets.contains_key(w) {
+                    self.err(format!("{kp}/widget"), format!("widget {w:?} is not in {}", file.widgets_map));
+                }
+            }
+            if let Some(x) = &k.extract {
+                let set = [x.kind.is_some(), x.pattern.is_some(), x.values.is_some(), x.values_from.is_some()];
+                if set.iter().filter(|s| **s).count() != 1 {
+                    self.err(format!("{kp}/extract"), "give exactly one of type, pattern, values, values_from");
+                }
+                if let Some(pat) = &x.pattern {
+                    match Regex::new(pat) {
+                        Ok(re) if re.captures_len() == 2 => {}
+                        Ok(_) => {
+                            self.err(format!("{kp}/extract/pattern"), "the pattern needs exactly one capture group")
+                        }
+                        Err(e) => self.err(format!("{kp}/extract/pattern"), format!("invalid regex: {e}")),
+                    }
+                }
+                if let Some(list) = &x.values_from {
+                    if !file.lists.contains_key(list) {
+                        self.err(format!("{kp}/extract/values_from"), format!("no list {list:?} under lists:"));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Best-effort JSON Schema for a set of semantic keys: `{"type":"object","properties":{..},
+/// "required":[..]}` with each key's property schema taken from `input_schema` (used for
+/// validation of single values and by frontends).
+pub fn key_subschema(input_schema: &Value, keys: &[&str]) -> Value {
+    let props = input_schema.get("properties").and_then(Value::as_object);
+    let mut out = Map::new();
+    for key in keys {
+        let prop = props.and_then(|p| p.get(*key)).cloned().unwrap_or(json!({}));
+        out.insert((*key).to_string(), prop);
+    }
+    let mut schema = json!({ "type": "object", "properties": out, "required": keys });
+    for defs in ["$defs", "definitions"] {
+        if let Some(d) = input_schema.get(defs) {
+            schema[defs] = d.clone();
+        }
+    }
+    schema
+}

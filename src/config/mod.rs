@@ -1,0 +1,17 @@
+//! `agents_config.yaml` + `widgets_map.json` + the referenced schemas -> a validated
+//! [`LoadedConfig`] (DESIGN.md section 2).
+//!
+//! - [`model`]: the raw serde types (unknown fields rejected) and the generated JSON Schema.
+//! - [`load`](mod@load): read, parse, validate against the schema, then cross-check references,
+//!   collecting every error with its file and line/column or JSON pointer.
+
+pub mod load;
+pub mod model;
+
+pub use load::{
+    compile_schema, key_subschema, load, load_from_str, ConfigError, ConfigErrors, LoadedConfig, ResolvedAgent,
+};
+pub use model::{
+    config_json_schema, AgentSpec, ConfigFile, EndpointSpec, ExtractSpec, HumanDuration, Protocol, SchemaSource,
+    SemanticKeySpec, SupervisorSettings, ValueType,
+};

@@ -1,0 +1,261 @@
+//! Raw serde types of `agents_config.yaml` (DESIGN.md section 2).
+//!
+//! These types mirror the file one to one. Every struct denies unknown fields, so a typo'd key is
+//! an error rather than a silently ignored setting. The JSON Schema checked in at
+//! `schemas/agents_config.schema.json` is generated from these types ([`config_json_schema`]) and a
+//! test keeps the two in step.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// The whole `agents_config.yaml` file.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "Switchboard agents_config.yaml")]
+pub struct ConfigFile {
+    /// Format version of this file. Only `1` exists.
+    #[schemars(range(min = 1, max = 1))]
+    pub version: u32,
+    /// Supervisor-wide settings; every field has a default.
+    #[serde(default)]
+    pub supervisor: SupervisorSettings,
+    /// Path of the widget map, relative to this file (Switchboard extension; default
+    /// `widgets_map.json`).
+    #[serde(default = "default_widgets_map")]
+    pub widgets_map: String,
+    /// Named value lists for `extract: { values_from: <name> }` (Switchboard extension).
+    #[serde(default)]
+    pub lists: BTreeMap<String, Vec<String>>,
+    /// One capability card per sub-agent.
+    pub agents: Vec<AgentSpec>,
+}
+
+fn default_widgets_map() -> String {
+    "widgets_map.json".to_string()
+}
+
+/// The `supervisor:` block (DESIGN.md section 2).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct SupervisorSettings {
+    /// Turns of short-term memory used for query rewrite.
+    #[schemars(range(min = 0, max = 100))]
+    pub memory_max_history: u32,
+    /// How long a blocked sub-task waits for the user (humantime, e.g. `10m`).
+    pub clarification_timeout: HumanDuration,
+    /// How many times the same keys are asked before escalation.
+    #[schemars(range(min = 1, max = 100))]
+    pub max_clarification_rounds: u32,
+    /// Consecutive failed turns before handing over to a human.
+    #[schemars(range(min = 1, max = 100))]
+    pub escalate_after_failures: u32,
+    /// Sub-tasks of one request running at once.
+    #[schemars(range(min = 1, max = 1024))]
+    pub max_parallel_tasks: u32,
+    /// Timeout of a sub-agent call when its endpoint sets none (humantime, e.g. `30s`).
+    pub default_agent_timeout: HumanDuration,
+}
+
+impl Default for SupervisorSettings {
+    fn default() -> Self {
+        Self {
+            memory_max_history: 5,
+            clarification_timeout: HumanDuration(Duration::from_secs(600)),
+            max_clarification_rounds: 3,
+            escalate_after_failures: 2,
+            max_parallel_tasks: 8,
+            default_agent_timeout: HumanDuration(Duration::from_secs(30)),
+        }
+    }
+}
+
+/// One capability card.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    /// Stable id, `[a-z0-9_]+`, unique in the file. Never shown to users.
+    #[schemars(regex(pattern = r"^[a-z0-9_]+$"), length(min = 1, max = 64))]
+    pub id: String,
+    /// Intent label shown to the planner.
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// What the agent does, in words a user understands (shown in capability answers).
+    #[schemars(length(min = 1))]
+    pub description: String,
+    /// `false` = registered but never planned.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Where and how to call the agent.
+    pub endpoint: EndpointSpec,
+    /// Rule-planner hints: substring match for CJK, word match for Latin scripts.
+    #[serde(default)]
+    pub keywords: Vec<String>,
+    /// Example requests (few-shot for planners; also matched by the rule planner).
+    #[serde(default)]
+    pub examples: Vec<String>,
+    /// JSON Schema of the `inputs` object: a path relative to this file, or an inline object.
+    pub input_schema: SchemaSource,
+    /// JSON Schema of the reply's `output` object: a path or an inline object.
+    pub output_schema: SchemaSource,
+    /// Keys the agent cannot work without; a sub-task missing one is blocked, never dispatched.
+    #[serde(default)]
+    pub required_semantic_keys: Vec<SemanticKeySpec>,
+    /// Keys this agent's output provides to later sub-tasks (DAG edges).
+    #[serde(default)]
+    pub produces: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `endpoint:` of a capability card.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointSpec {
+    /// `http://` or `https://` URL; `${ENV}` is interpolated.
+    #[schemars(length(min = 1))]
+    pub url: String,
+    /// Sub-agent protocol (DESIGN.md section 6).
+    pub protocol: Protocol,
+    /// Call timeout (humantime); `supervisor.default_agent_timeout` when absent.
+    #[serde(default)]
+    pub timeout: Option<HumanDuration>,
+    /// Retries, only on connect errors / 502 / 503 / 504 and never after a streamed byte.
+    #[serde(default)]
+    #[schemars(range(max = 10))]
+    pub retries: u32,
+    /// Extra request headers; `${ENV}` is interpolated; never echoed by the API.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+}
+
+/// Sub-agent protocols.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// `POST` JSON, JSON reply.
+    Http,
+    /// `POST` JSON, `text/event-stream` reply with `delta` / `result` / `error` events.
+    Sse,
+}
+
+/// A JSON Schema given by path (relative to the config file) or inline.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SchemaSource {
+    /// Path relative to the config file.
+    Path(String),
+    /// Inline JSON Schema object.
+    Inline(serde_json::Map<String, serde_json::Value>),
+}
+
+/// One entry of `required_semantic_keys`.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SemanticKeySpec {
+    /// Property name in the agent's input schema.
+    #[schemars(regex(pattern = r"^[A-Za-z_][A-Za-z0-9_]*$"))]
+    pub key: String,
+    /// What the value is, in the user's words; shown when the key is missing.
+    #[schemars(length(min = 1))]
+    pub description: String,
+    /// Widget id from `widgets_map.json`; absent or `""` = no widget.
+    #[serde(default)]
+    pub widget: Option<String>,
+    /// How the rule planner finds the value in free text (DESIGN.md 5.2).
+    #[serde(default)]
+    pub extract: Option<ExtractSpec>,
+    /// An example value, shown when asking the user.
+    #[serde(default)]
+    pub example: Option<serde_json::Value>,
+}
+
+/// `extract:` — exactly one of its fields.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExtractSpec {
+    /// A built-in value type.
+    #[serde(default, rename = "type")]
+    pub kind: Option<ValueType>,
+    /// A regular expression with exactly one capture group.
+    #[serde(default)]
+    pub pattern: Option<String>,
+    /// Literal values to look for.
+    #[serde(default)]
+    pub values: Option<Vec<String>>,
+    /// Name of a list in the top-level `lists:` map.
+    #[serde(default)]
+    pub values_from: Option<String>,
+}
+
+/// Built-in extractors of `extract: { type: .. }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ValueType {
+    /// ISO date `YYYY-MM-DD`; 今天/明天/后天/today/tomorrow resolved.
+    Date,
+    /// `HH:MM`.
+    Time,
+    /// `YYYY-MM-DDTHH:MM`.
+    Datetime,
+    /// A JSON number.
+    Number,
+    /// A phone number (digits, optional leading `+`).
+    Phone,
+    /// An e-mail address.
+    Email,
+}
+
+/// A duration written the humantime way (`250ms`, `30s`, `10m`, `1h 30m`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HumanDuration(pub Duration);
+
+impl fmt::Display for HumanDuration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", humantime::format_duration(self.0))
+    }
+}
+
+impl<'de> Deserialize<'de> for HumanDuration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        humantime::parse_duration(&text)
+            .map(HumanDuration)
+            .map_err(|e| serde::de::Error::custom(format!("invalid duration {text:?}: {e}")))
+    }
+}
+
+impl Serialize for HumanDuration {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+impl JsonSchema for HumanDuration {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "HumanDuration".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "A duration such as `250ms`, `30s`, `10m` or `1h 30m`.",
+            "pattern": r"^\s*([0-9]+\s*(ns|us|ms|s|sec|secs|m|min|mins|h|hr|hrs|d|days?)\s*)+$"
+        })
+    }
+}
+
+/// The JSON Schema of `agents_config.yaml`, generated from [`ConfigFile`].
+///
+/// The checked-in `schemas/agents_config.schema.json` must equal this (pretty-printed, trailing
+/// newline); `cargo test` fails when it is stale and `switchboard schema` prints a fresh one.
+pub fn config_json_schema() -> serde_json::Value {
+    let schema =
+        schemars::generate::SchemaSettings::draft2020_12().into_generator().into_root_schema_for::<ConfigFile>();
+    serde_json::to_value(schema).unwrap_or_default()
+}

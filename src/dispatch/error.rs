@@ -1,0 +1,93 @@
+//! Classified dispatch errors: what is retryable, and how each failure is told to the user.
+
+use std::time::Duration;
+
+use crate::planner::Lang;
+
+/// Why a sub-agent call failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum DispatchError {
+    /// Could not connect (refused, DNS, reset before a response).
+    #[error("connection failed: {0}")]
+    Connect(String),
+    /// No complete reply within the agent's timeout.
+    #[error("no reply within {0:?}")]
+    Timeout(Duration),
+    /// A non-200 status.
+    #[error("HTTP status {status}: {body}")]
+    Status {
+        /// The status code.
+        status: u16,
+        /// The start of the body, for logs.
+        body: String,
+    },
+    /// The reply is not the protocol's shape (bad JSON, wrong content type, stream ended early).
+    #[error("malformed reply: {0}")]
+    Protocol(String),
+    /// The reply exceeded the size limit (bytes).
+    #[error("reply larger than {0} bytes")]
+    TooLarge(usize),
+    /// The agent reported an error (`event: error`).
+    #[error("agent error: {0}")]
+    Agent(String),
+    /// The reply's `output` failed the card's output schema.
+    #[error("output rejected: {0}")]
+    Rejected(String),
+    /// The inputs failed the card's input schema (caught before any call).
+    #[error("inputs invalid: {0}")]
+    InvalidInputs(String),
+}
+
+impl DispatchError {
+    /// Safe to retry: the agent did not (or could not) act on the request. Connect errors and
+    /// 502 / 503 / 504 only (DESIGN.md section 2, `retries`).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::Connect(_)) || matches!(self, Self::Status { status, .. } if matches!(status, 502..=504))
+    }
+
+    /// Short, user-facing reason (no ids, no internals).
+    pub fn user_reason(&self, lang: Lang) -> &'static str {
+        match (self, lang) {
+            (Self::Connect(_), Lang::Zh) => "服务暂时无法连接",
+            (Self::Connect(_), Lang::En) => "the service could not be reached",
+            (Self::Timeout(_), Lang::Zh) => "服务响应超时",
+            (Self::Timeout(_), Lang::En) => "the service did not answer in time",
+            (Self::Status { .. } | Self::Protocol(_) | Self::TooLarge(_) | Self::Rejected(_), Lang::Zh) => {
+                "服务返回了无法使用的结果"
+            }
+            (Self::Status { .. } | Self::Protocol(_) | Self::TooLarge(_) | Self::Rejected(_), Lang::En) => {
+                "the service returned an unusable result"
+            }
+            (Self::Agent(_), Lang::Zh) => "服务处理失败",
+            (Self::Agent(_), Lang::En) => "the service reported a failure",
+            (Self::InvalidInputs(_), Lang::Zh) => "提供的信息格式不正确",
+            (Self::InvalidInputs(_), Lang::En) => "some details were not in a usable form",
+        }
+    }
+
+    /// Stable code for event metadata (`connect`, `timeout`, `status`, ...).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Connect(_) => "connect",
+            Self::Timeout(_) => "timeout",
+            Self::Status { .. } => "status",
+            Self::Protocol(_) => "protocol",
+            Self::TooLarge(_) => "too_large",
+            Self::Agent(_) => "agent_error",
+            Self::Rejected(_) => "output_rejected",
+            Self::InvalidInputs(_) => "invalid_inputs",
+        }
+    }
+}
+
+impl From<reqwest::Error> for DispatchError {
+    fn from(e: reqwest::Error) -> Self {
+        if e.is_timeout() {
+            Self::Timeout(Duration::ZERO)
+        } else if e.is_connect() || (e.is_request() && !e.is_body() && !e.is_decode()) {
+            Self::Connect(e.to_string())
+        } else {
+            Self::Protocol(e.to_string())
+        }
+    }
+}

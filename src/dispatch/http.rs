@@ -1,0 +1,33 @@
+//! Protocol `http`: `POST` the request as JSON, read one JSON reply (DESIGN.md section 6).
+
+use serde_json::Value;
+
+use super::{parse_reply, read_limited, snippet, AgentReply, DispatchError, DispatchLimits};
+use crate::registry::Agent;
+
+/// One exchange. A non-200 status is [`DispatchError::Status`].
+///
+/// # Errors
+/// [`DispatchError`] for transport failures, statuses, oversized or malformed replies.
+pub async fn call(
+    client: &reqwest::Client,
+    agent: &Agent,
+    body: &Value,
+    traceparent: &str,
+    limits: DispatchLimits,
+) -> Result<AgentReply, DispatchError> {
+    let resp = client
+        .post(agent.url.clone())
+        .headers(agent.headers.clone())
+        .header("traceparent", traceparent)
+        .header(reqwest::header::ACCEPT, "application/json")
+        .json(body)
+        .send()
+        .await?;
+    let status = resp.status();
+    let bytes = read_limited(resp, limits.max_response_bytes).await?;
+    if status != reqwest::StatusCode::OK {
+        return Err(DispatchError::Status { status: status.as_u16(), body: snippet(&bytes) });
+    }
+    parse_reply(&bytes)
+}

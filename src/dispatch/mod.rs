@@ -1,0 +1,184 @@
+//! Outbound calls to sub-agents: the only place that talks to them (DESIGN.md section 6).
+//!
+//! One [`Dispatcher`] (one pooled `reqwest::Client`) serves every request. A call is
+//! [`Dispatcher::dispatch`]: the protocol's exchange ([`http`], [`sse`]), retried with jittered
+//! exponential backoff (`backon`) only on [`DispatchError::is_retryable`] failures and never after a
+//! streamed delta reached the user, all inside the agent's timeout; then the reply's `output` is
+//! checked against the card's output schema ("acceptance").
+
+mod error;
+pub mod http;
+pub mod sse;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use backon::{BackoffBuilder, ExponentialBuilder};
+use bytes::Bytes;
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::Value;
+
+pub use error::DispatchError;
+
+use crate::config::Protocol;
+use crate::registry::Agent;
+
+/// Size limits on what sub-agents send back.
+#[derive(Debug, Clone, Copy)]
+pub struct DispatchLimits {
+    /// Largest reply body (http) or whole stream (sse), in bytes.
+    pub max_response_bytes: usize,
+    /// Largest single SSE event, in bytes.
+    pub max_event_bytes: usize,
+}
+
+impl Default for DispatchLimits {
+    fn default() -> Self {
+        Self { max_response_bytes: 8 * 1024 * 1024, max_event_bytes: 1024 * 1024 }
+    }
+}
+
+/// An accepted sub-agent reply: `{ "output": {..}, "message": "text for the user" }`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AgentReply {
+    /// Structured result; validated against the output schema.
+    pub output: Value,
+    /// Text for the user (may be empty).
+    #[serde(default)]
+    pub message: String,
+}
+
+/// Receives streamed text chunks as they arrive.
+pub type DeltaFn<'a> = &'a (dyn Fn(&str) + Send + Sync);
+
+/// Calls sub-agents. Cheap to clone (the client is reference-counted).
+#[derive(Debug, Clone)]
+pub struct Dispatcher {
+    client: reqwest::Client,
+    limits: DispatchLimits,
+}
+
+impl Default for Dispatcher {
+    fn default() -> Self {
+        Self::new(DispatchLimits::default())
+    }
+}
+
+impl Dispatcher {
+    /// A dispatcher with its own connection pool (connect timeout 5 s).
+    pub fn new(limits: DispatchLimits) -> Self {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .pool_max_idle_per_host(64)
+            .tcp_nodelay(true)
+            .build()
+            .unwrap_or_default();
+        Self { client, limits }
+    }
+
+    /// Calls `agent` with the DESIGN.md section 6 request `body`, relaying streamed text to
+    /// `on_delta`, within the agent's timeout, retrying transient failures up to
+    /// `endpoint.retries` times. `traceparent` is the W3C header value to send.
+    ///
+    /// # Errors
+    /// [`DispatchError`]; [`DispatchError::Rejected`] when the output fails the output schema.
+    pub async fn dispatch(
+        &self,
+        agent: &Agent,
+        body: &Value,
+        traceparent: &str,
+        on_delta: DeltaFn<'_>,
+    ) -> Result<AgentReply, DispatchError> {
+        let reply =
+            match tokio::time::timeout(agent.timeout, self.with_retries(agent, body, traceparent, on_delta)).await {
+                Ok(r) => r?,
+                Err(_) => return Err(DispatchError::Timeout(agent.timeout)),
+            };
+        accept(agent, reply)
+    }
+
+    async fn with_retries(
+        &self,
+        agent: &Agent,
+        body: &Value,
+        traceparent: &str,
+        on_delta: DeltaFn<'_>,
+    ) -> Result<AgentReply, DispatchError> {
+        let mut backoff = ExponentialBuilder::default()
+            .with_min_delay(Duration::from_millis(50))
+            .with_max_delay(Duration::from_secs(2))
+            .with_jitter()
+            .with_max_times(agent.spec.endpoint.retries as usize)
+            .build();
+        loop {
+            let relayed = AtomicBool::new(false);
+            let result = match agent.protocol() {
+                Protocol::Http => http::call(&self.client, agent, body, traceparent, self.limits).await,
+                Protocol::Sse => {
+                    sse::call(&self.client, agent, body, traceparent, self.limits, on_delta, &relayed).await
+                }
+            };
+            match result {
+                Err(e) if e.is_retryable() && !relayed.load(Ordering::Relaxed) => match backoff.next() {
+                    Some(delay) => {
+                        tracing::debug!(agent = agent.id(), error = %e, ?delay, "retrying sub-agent call");
+                        tokio::time::sleep(delay).await;
+                    }
+                    None => return Err(e),
+                },
+                other => return other,
+            }
+        }
+    }
+}
+
+/// Checks the reply's `output` against the card's output schema.
+fn accept(agent: &Agent, reply: AgentReply) -> Result<AgentReply, DispatchError> {
+    let errors: Vec<String> = agent
+        .output_validator
+        .iter_errors(&reply.output)
+        .take(5)
+        .map(|e| format!("{} at {:?}", e, e.instance_path().as_str()))
+        .collect();
+    if errors.is_empty() {
+        Ok(reply)
+    } else {
+        Err(DispatchError::Rejected(errors.join("; ")))
+    }
+}
+
+/// Parses a reply body.
+fn parse_reply(bytes: &[u8]) -> Result<AgentReply, DispatchError> {
+    serde_json::from_slice(bytes)
+        .map_err(|e| DispatchError::Protocol(format!("reply is not {{output, message}} JSON: {e}")))
+}
+
+/// Reads a whole body, failing once it exceeds `limit` bytes.
+async fn read_limited(resp: reqwest::Response, limit: usize) -> Result<Bytes, DispatchError> {
+    if resp.content_length().is_some_and(|n| n as usize > limit) {
+        return Err(DispatchError::TooLarge(limit));
+    }
+    let mut stream = resp.bytes_stream();
+    let mut buf = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| DispatchError::Protocol(format!("reading the reply: {e}")))?;
+        if buf.len() + chunk.len() > limit {
+            return Err(DispatchError::TooLarge(limit));
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(buf))
+}
+
+/// The start of a body as text, for error messages.
+fn snippet(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]);
+    text.into_owned()
+}
+
+/// A fresh W3C `traceparent` value for `trace_id` (32 hex digits) with a new span id.
+pub fn traceparent(trace_id: &str) -> String {
+    let span = uuid::Uuid::new_v4().simple().to_string();
+    format!("00-{trace_id}-{}-01", &span[..16])
+}

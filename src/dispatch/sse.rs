@@ -1,0 +1,117 @@
+//! Protocol `sse`: `POST` with `Accept: text/event-stream`; `delta` events are relayed as they
+//! arrive, `result` ends the task, `error` fails it (DESIGN.md section 6). Parsing uses the
+//! `eventsource-stream` crate (CRLF line ends, comments, multi-line data).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{parse_reply, read_limited, snippet, AgentReply, DeltaFn, DispatchError, DispatchLimits};
+use crate::registry::Agent;
+
+#[derive(Deserialize)]
+struct Delta {
+    text: String,
+}
+
+#[derive(Deserialize)]
+struct AgentErrorEvent {
+    #[serde(default)]
+    message: String,
+}
+
+#[derive(Debug)]
+enum Source {
+    Transport(reqwest::Error),
+    TooLarge,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Transport(e) => write!(f, "{e}"),
+            Self::TooLarge => f.write_str("stream too large"),
+        }
+    }
+}
+
+/// One streamed exchange. Sets `relayed` once a delta went to the user (no retry after that).
+/// A reply with a JSON content type is accepted as a plain `http` reply.
+///
+/// # Errors
+/// [`DispatchError`]; a stream that ends without `result` is [`DispatchError::Protocol`].
+pub async fn call(
+    client: &reqwest::Client,
+    agent: &Agent,
+    body: &Value,
+    traceparent: &str,
+    limits: DispatchLimits,
+    on_delta: DeltaFn<'_>,
+    relayed: &AtomicBool,
+) -> Result<AgentReply, DispatchError> {
+    let resp = client
+        .post(agent.url.clone())
+        .headers(agent.headers.clone())
+        .header("traceparent", traceparent)
+        .header(reqwest::header::ACCEPT, "text/event-stream")
+        .json(body)
+        .send()
+        .await?;
+    let status = resp.status();
+    let is_json = resp
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/json"));
+    if status != reqwest::StatusCode::OK || is_json {
+        let bytes = read_limited(resp, limits.max_response_bytes).await?;
+        if status != reqwest::StatusCode::OK {
+            return Err(DispatchError::Status { status: status.as_u16(), body: snippet(&bytes) });
+        }
+        return parse_reply(&bytes);
+    }
+
+    let max = limits.max_response_bytes;
+    let mut total = 0usize;
+    let bytes = resp.bytes_stream().map(move |chunk| {
+        let chunk = chunk.map_err(Source::Transport)?;
+        total += chunk.len();
+        if total > max {
+            return Err(Source::TooLarge);
+        }
+        Ok(chunk)
+    });
+    let mut events = bytes.eventsource();
+    while let Some(event) = events.next().await {
+        let event = match event {
+            Ok(e) => e,
+            Err(EventStreamError::Transport(Source::TooLarge)) => return Err(DispatchError::TooLarge(max)),
+            Err(EventStreamError::Transport(Source::Transport(e))) => {
+                return Err(DispatchError::Protocol(format!("stream broken: {e}")))
+            }
+            Err(e) => return Err(DispatchError::Protocol(format!("malformed event stream: {e}"))),
+        };
+        if event.data.len() > limits.max_event_bytes {
+            return Err(DispatchError::TooLarge(limits.max_event_bytes));
+        }
+        match event.event.as_str() {
+            "delta" => {
+                let delta: Delta = serde_json::from_str(&event.data)
+                    .map_err(|e| DispatchError::Protocol(format!("delta is not {{\"text\": ..}}: {e}")))?;
+                relayed.store(true, Ordering::Relaxed);
+                on_delta(&delta.text);
+            }
+            "result" => return parse_reply(event.data.as_bytes()),
+            "error" => {
+                let err: AgentErrorEvent =
+                    serde_json::from_str(&event.data).unwrap_or(AgentErrorEvent { message: event.data.clone() });
+                return Err(DispatchError::Agent(err.message));
+            }
+            _ => {}
+        }
+    }
+    Err(DispatchError::Protocol("the stream ended without a result event".into()))
+}

@@ -1,0 +1,209 @@
+//! The event stream of a turn: `ResponseState` (DESIGN.md 8.1, from seed 003).
+//!
+//! Every stage of the pipeline emits [`StageEvent`]s into an [`EventSink`]; the sink numbers them
+//! (`seq`, from 1 per turn) and forwards them in that order to whoever renders them (the SSE
+//! stream, the JSON collector). The sink guarantees the stream's closing rule: exactly one
+//! `type: "done"` event, after which nothing else is sent.
+
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use tokio::sync::mpsc;
+
+/// `content` for progress, `done` for the single final event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventType {
+    /// Progress.
+    Content,
+    /// The final event of the turn.
+    Done,
+}
+
+/// The stages of DESIGN.md 8.1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// Intent recognition started.
+    IntentStarted,
+    /// Intents recognized (`metadata.state.intent`).
+    IntentDone,
+    /// Planning started.
+    PlanStarted,
+    /// The plan (`metadata.state.plan`).
+    PlanDone,
+    /// Sub-tasks blocked on semantic keys (`metadata.semantic_info`).
+    Blocked,
+    /// A sub-task was dispatched.
+    AgentStarted,
+    /// A streamed chunk from a sub-agent.
+    AgentDelta,
+    /// A sub-task finished and was accepted.
+    AgentDone,
+    /// A sub-task failed or was skipped.
+    AgentFailed,
+    /// Summarizing started.
+    SummarizeStarted,
+    /// A chunk of the final answer.
+    AnswerDelta,
+    /// The final answer (`done`).
+    Answer,
+    /// Handed over to a human (`done`).
+    Escalated,
+    /// The turn failed (`done`).
+    Error,
+}
+
+impl Stage {
+    /// The wire name (`intent_started`, ...), used as the SSE `event:` field.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::IntentStarted => "intent_started",
+            Self::IntentDone => "intent_done",
+            Self::PlanStarted => "plan_started",
+            Self::PlanDone => "plan_done",
+            Self::Blocked => "blocked",
+            Self::AgentStarted => "agent_started",
+            Self::AgentDelta => "agent_delta",
+            Self::AgentDone => "agent_done",
+            Self::AgentFailed => "agent_failed",
+            Self::SummarizeStarted => "summarize_started",
+            Self::AnswerDelta => "answer_delta",
+            Self::Answer => "answer",
+            Self::Escalated => "escalated",
+            Self::Error => "error",
+        }
+    }
+}
+
+/// One `ResponseState` object.
+#[derive(Debug, Clone, Serialize)]
+pub struct StageEvent {
+    /// `content` or `done`.
+    #[serde(rename = "type")]
+    pub kind: EventType,
+    /// The stage.
+    pub stage: Stage,
+    /// User-facing text (no agent ids, no intent labels).
+    pub content: String,
+    /// `supervisor`, `summarize` or the sub-agent's id.
+    pub agent_id: String,
+    /// `true` for intermediate progress, `false` for answers.
+    pub is_thinking: bool,
+    /// The session id.
+    pub session_id: String,
+    /// The thread id.
+    pub thread_id: String,
+    /// The sub-task, for agent events.
+    pub task_id: Option<String>,
+    /// 1-based position in the turn's stream.
+    pub seq: u64,
+    /// `semantic_info` when blocked, `state` otherwise.
+    pub metadata: Map<String, Value>,
+}
+
+impl StageEvent {
+    /// A progress event from the supervisor.
+    pub fn new(stage: Stage, content: impl Into<String>) -> Self {
+        Self {
+            kind: if matches!(stage, Stage::Answer | Stage::Escalated | Stage::Error) {
+                EventType::Done
+            } else {
+                EventType::Content
+            },
+            stage,
+            content: content.into(),
+            agent_id: "supervisor".into(),
+            is_thinking: !matches!(
+                stage,
+                Stage::Answer | Stage::AnswerDelta | Stage::Escalated | Stage::Error | Stage::Blocked
+            ),
+            session_id: String::new(),
+            thread_id: String::new(),
+            task_id: None,
+            seq: 0,
+            metadata: Map::new(),
+        }
+    }
+
+    /// Sets `agent_id`.
+    pub fn agent(mut self, agent_id: &str) -> Self {
+        self.agent_id = agent_id.to_string();
+        self
+    }
+
+    /// Sets `task_id`.
+    pub fn task(mut self, task_id: &str) -> Self {
+        self.task_id = Some(task_id.to_string());
+        self
+    }
+
+    /// Adds `metadata.state.<key> = value`.
+    pub fn state(mut self, key: &str, value: impl Serialize) -> Self {
+        let state = self.metadata.entry("state").or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(state) = state {
+            state.insert(key.to_string(), serde_json::to_value(value).unwrap_or(Value::Null));
+        }
+        self
+    }
+
+    /// Sets `metadata.<key> = value`.
+    pub fn meta(mut self, key: &str, value: impl Serialize) -> Self {
+        self.metadata.insert(key.to_string(), serde_json::to_value(value).unwrap_or(Value::Null));
+        self
+    }
+
+    /// `true` for the final event.
+    pub fn is_done(&self) -> bool {
+        self.kind == EventType::Done
+    }
+}
+
+struct SinkState {
+    seq: u64,
+    done: bool,
+    tx: mpsc::UnboundedSender<StageEvent>,
+}
+
+/// Numbers events and forwards them, in order, to one receiver. Cheap to clone; usable from
+/// concurrently running sub-tasks. Sending never fails: a gone receiver (client disconnected)
+/// only means nobody watches, the turn still completes and is saved.
+#[derive(Clone)]
+pub struct EventSink {
+    session_id: Arc<str>,
+    thread_id: Arc<str>,
+    state: Arc<Mutex<SinkState>>,
+}
+
+impl EventSink {
+    /// A sink for one turn and the receiving end of its stream.
+    pub fn new(session_id: &str, thread_id: &str) -> (Self, mpsc::UnboundedReceiver<StageEvent>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let sink = Self {
+            session_id: session_id.into(),
+            thread_id: thread_id.into(),
+            state: Arc::new(Mutex::new(SinkState { seq: 0, done: false, tx })),
+        };
+        (sink, rx)
+    }
+
+    /// Stamps and forwards `event`. Events after the `done` event are dropped.
+    pub fn emit(&self, mut event: StageEvent) {
+        let Ok(mut st) = self.state.lock() else { return };
+        if st.done {
+            return;
+        }
+        st.seq += 1;
+        st.done = event.is_done();
+        event.seq = st.seq;
+        event.session_id = self.session_id.to_string();
+        event.thread_id = self.thread_id.to_string();
+        let _ = st.tx.send(event);
+    }
+
+    /// `true` once the `done` event went out.
+    pub fn is_done(&self) -> bool {
+        self.state.lock().map(|s| s.done).unwrap_or(true)
+    }
+}

@@ -1,0 +1,252 @@
+//! Runs a [`TaskPlan`]'s runnable sub-tasks as a DAG (DESIGN.md section 6).
+//!
+//! Each sub-task starts as soon as all its dependencies are done, at most
+//! `supervisor.max_parallel_tasks` at once. A dependent receives its dependencies' outputs in
+//! `context.dependencies`, and any semantic key it still lacks is filled from them. A failed
+//! sub-task marks its (transitive) dependents `skipped`; independent ones go on. Blocked
+//! sub-tasks are never touched here: only `pending` ones are dispatched.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+use tokio::task::JoinSet;
+
+use crate::dispatch::{traceparent, AgentReply, DispatchError, Dispatcher};
+use crate::events::{EventSink, Stage, StageEvent};
+use crate::planner::{Lang, TaskPlan, TaskStatus};
+use crate::registry::{Agent, Registry};
+
+/// Who and what a turn is about: passed to sub-agents and used for user-facing text.
+#[derive(Debug, Clone)]
+pub struct TurnContext {
+    /// Session id.
+    pub session_id: String,
+    /// User id.
+    pub user_id: String,
+    /// Thread id.
+    pub thread_id: String,
+    /// 32 hex digits; every dispatch sends a `traceparent` with it.
+    pub trace_id: String,
+    /// Language of user-facing text.
+    pub lang: Lang,
+}
+
+/// Runs plans; holds the dispatcher.
+#[derive(Debug, Clone, Default)]
+pub struct Executor {
+    dispatcher: Dispatcher,
+}
+
+type Finished = (usize, Result<AgentReply, DispatchError>);
+
+impl Executor {
+    /// An executor dispatching through `dispatcher`.
+    pub fn new(dispatcher: Dispatcher) -> Self {
+        Self { dispatcher }
+    }
+
+    /// Runs every `pending` sub-task of `plan` to `done`, `failed` or `skipped`, emitting
+    /// `agent_started` / `agent_delta` / `agent_done` / `agent_failed` events. Results are written
+    /// into the sub-tasks (`status`, `output`, `message`, `reason`).
+    pub async fn run(&self, registry: &Registry, plan: &mut TaskPlan, ctx: &TurnContext, sink: &EventSink) {
+        let n = plan.sub_tasks.len();
+        let index: HashMap<String, usize> =
+            plan.sub_tasks.iter().enumerate().map(|(i, t)| (t.task_id.clone(), i)).collect();
+        let deps: Vec<Vec<usize>> = plan
+            .sub_tasks
+            .iter()
+            .map(|t| t.dependencies.iter().filter_map(|d| index.get(d).copied()).collect())
+            .collect();
+        let max_parallel = registry.settings.max_parallel_tasks.max(1) as usize;
+        let mut running: JoinSet<Finished> = JoinSet::new();
+
+        loop {
+            // Start every ready sub-task, up to the parallelism bound.
+            let ready: Vec<usize> = (0..n)
+                .filter(|&i| plan.sub_tasks[i].status == TaskStatus::Pending)
+                .filter(|&i| deps[i].iter().all(|&j| plan.sub_tasks[j].status == TaskStatus::Done))
+                .collect();
+            for i in ready {
+                if running.len() >= max_parallel {
+                    break;
+                }
+                match self.prepare(registry, plan, &deps[i], i, ctx) {
+                    Ok((agent, body)) => {
+                        plan.sub_tasks[i].status = TaskStatus::Running;
+                        let task = &plan.sub_tasks[i];
+                        sink.emit(
+                            StageEvent::new(Stage::AgentStarted, started_text(ctx.lang, &task.description))
+                                .agent(&task.assigned_agent)
+                                .task(&task.task_id),
+                        );
+                        let dispatcher = self.dispatcher.clone();
+                        let sink = sink.clone();
+                        let task_id = task.task_id.clone();
+                        let tp = traceparent(&ctx.trace_id);
+                        running.spawn(async move {
+                            let agent_id = agent.spec.id.clone();
+                            let on_delta = |text: &str| {
+                                sink.emit(StageEvent::new(Stage::AgentDelta, text).agent(&agent_id).task(&task_id));
+                            };
+                            (i, dispatcher.dispatch(&agent, &body, &tp, &on_delta).await)
+                        });
+                    }
+                    Err(e) => self.finish(plan, &deps, i, Err(e), ctx, sink),
+                }
+            }
+            let Some(joined) = running.join_next().await else { break };
+            match joined {
+                Ok((i, result)) => self.finish(plan, &deps, i, result, ctx, sink),
+                Err(e) => tracing::error!(error = %e, "dispatch task panicked"),
+            }
+        }
+        // Anything still pending waited on a failed path that was not marked (defensive).
+        for i in 0..n {
+            if matches!(plan.sub_tasks[i].status, TaskStatus::Pending | TaskStatus::Running) {
+                plan.sub_tasks[i].status = TaskStatus::Skipped;
+                plan.sub_tasks[i].reason = Some("not started".into());
+            }
+        }
+    }
+
+    /// Fills inputs from dependency outputs, validates them, builds the request body.
+    fn prepare(
+        &self,
+        registry: &Registry,
+        plan: &mut TaskPlan,
+        deps: &[usize],
+        i: usize,
+        ctx: &TurnContext,
+    ) -> Result<(Arc<Agent>, Value), DispatchError> {
+        let agent_id = plan.sub_tasks[i].assigned_agent.clone();
+        let agent = registry
+            .get(&agent_id)
+            .cloned()
+            .ok_or_else(|| DispatchError::InvalidInputs(format!("agent {agent_id} is not registered")))?;
+        let mut dep_outputs = Map::new();
+        for &j in deps {
+            let dep_id = plan.sub_tasks[j].task_id.clone();
+            let output = plan.sub_tasks[j].output.clone().unwrap_or(Value::Null);
+            for key in &agent.keys {
+                let name = &key.spec.key;
+                if !plan.sub_tasks[i].inputs.contains_key(name) {
+                    if let Some(v) = output.get(name).filter(|v| key.accepts(v)) {
+                        plan.sub_tasks[i].inputs.insert(name.clone(), v.clone());
+                    }
+                }
+            }
+            dep_outputs.insert(dep_id, output);
+        }
+        let task = &plan.sub_tasks[i];
+        let inputs = Value::Object(task.inputs.clone());
+        let errors: Vec<String> = agent
+            .input_validator
+            .iter_errors(&inputs)
+            .take(5)
+            .map(|e| format!("{} at {:?}", e, e.instance_path().as_str()))
+            .collect();
+        if !errors.is_empty() {
+            return Err(DispatchError::InvalidInputs(errors.join("; ")));
+        }
+        let body = json!({
+            "task_id": task.task_id,
+            "plan_id": plan.plan_id,
+            "session_id": ctx.session_id,
+            "user_id": ctx.user_id,
+            "thread_id": ctx.thread_id,
+            "message": task.inputs.get("message").and_then(Value::as_str).unwrap_or_default(),
+            "inputs": inputs,
+            "context": { "dependencies": dep_outputs },
+        });
+        Ok((agent, body))
+    }
+
+    /// Records a result and, on failure, skips the dependents.
+    fn finish(
+        &self,
+        plan: &mut TaskPlan,
+        deps: &[Vec<usize>],
+        i: usize,
+        result: Result<AgentReply, DispatchError>,
+        ctx: &TurnContext,
+        sink: &EventSink,
+    ) {
+        let task = &mut plan.sub_tasks[i];
+        match result {
+            Ok(reply) => {
+                task.status = TaskStatus::Done;
+                sink.emit(
+                    StageEvent::new(Stage::AgentDone, reply.message.clone())
+                        .agent(&task.assigned_agent)
+                        .task(&task.task_id)
+                        .state("status", TaskStatus::Done)
+                        .state("output", &reply.output),
+                );
+                task.output = Some(reply.output);
+                task.message = Some(reply.message);
+            }
+            Err(err) => {
+                tracing::warn!(agent = %task.assigned_agent, task = %task.task_id, error = %err, "sub-task failed");
+                task.status = TaskStatus::Failed;
+                task.reason = Some(err.user_reason(ctx.lang).to_string());
+                sink.emit(
+                    StageEvent::new(
+                        Stage::AgentFailed,
+                        failed_text(ctx.lang, &task.description, err.user_reason(ctx.lang)),
+                    )
+                    .agent(&task.assigned_agent)
+                    .task(&task.task_id)
+                    .state("status", TaskStatus::Failed)
+                    .state("error", json!({ "code": err.code(), "message": err.to_string() })),
+                );
+                self.skip_dependents(plan, deps, i, ctx, sink);
+            }
+        }
+    }
+
+    fn skip_dependents(
+        &self,
+        plan: &mut TaskPlan,
+        deps: &[Vec<usize>],
+        failed: usize,
+        ctx: &TurnContext,
+        sink: &EventSink,
+    ) {
+        let mut stack = vec![failed];
+        while let Some(j) = stack.pop() {
+            for i in 0..plan.sub_tasks.len() {
+                if deps[i].contains(&j) && plan.sub_tasks[i].status == TaskStatus::Pending {
+                    let task = &mut plan.sub_tasks[i];
+                    task.status = TaskStatus::Skipped;
+                    let reason = match ctx.lang {
+                        Lang::Zh => "前置步骤未完成，未执行",
+                        Lang::En => "skipped because an earlier step failed",
+                    };
+                    task.reason = Some(reason.into());
+                    sink.emit(
+                        StageEvent::new(Stage::AgentFailed, failed_text(ctx.lang, &task.description, reason))
+                            .agent(&task.assigned_agent)
+                            .task(&task.task_id)
+                            .state("status", TaskStatus::Skipped),
+                    );
+                    stack.push(i);
+                }
+            }
+        }
+    }
+}
+
+fn started_text(lang: Lang, description: &str) -> String {
+    match lang {
+        Lang::Zh => format!("正在处理：{description}…"),
+        Lang::En => format!("Working on: {description}…"),
+    }
+}
+
+fn failed_text(lang: Lang, description: &str, reason: &str) -> String {
+    match lang {
+        Lang::Zh => format!("{description}：{reason}"),
+        Lang::En => format!("{description}: {reason}"),
+    }
+}

@@ -1,0 +1,37 @@
+//! # Switchboard
+//!
+//! A config-driven dynamic supervisor for multi-agent systems: it reads capability cards from
+//! `agents_config.yaml`, plans each user turn into sub-tasks, blocks the ones missing semantic
+//! keys (asking the user with the right widget), dispatches the rest to remote sub-agents as a
+//! DAG, summarizes, and streams every stage to the frontend over SSE.
+//!
+//! ## Layout
+//! A request flows through the stages in this order (see ARCHITECTURE.md):
+//! - [`config`]: the file format, loading and validation (every error, with location).
+//! - [`registry`]: immutable, versioned snapshots of a valid config; atomic swaps.
+//! - [`reload`]: the watcher and the single reload loop (files, `SIGHUP`, admin endpoint).
+//! - [`session`]: per-thread memory, slots and the pending clarification.
+//! - [`planner`]: intents, semantic keys, the task plan (pure: no IO).
+//! - [`executor`]: runs a plan as a DAG.
+//! - [`dispatch`]: the only code that calls sub-agents (`http`, `sse`).
+//! - [`summarize`]: the user-facing texts.
+//! - [`supervisor`]: the turn pipeline tying the stages together.
+//! - [`events`]: the `ResponseState` event stream.
+//! - [`api`]: the HTTP API and SSE rendering.
+//! - [`app`]: wiring for `serve` and `demo`; [`client`]: the `ask` terminal client;
+//!   [`demo`]: sample sub-agents.
+
+pub mod api;
+pub mod app;
+pub mod client;
+pub mod config;
+pub mod demo;
+pub mod dispatch;
+pub mod events;
+pub mod executor;
+pub mod planner;
+pub mod registry;
+pub mod reload;
+pub mod session;
+pub mod summarize;
+pub mod supervisor;

@@ -1,0 +1,196 @@
+//! The `switchboard` binary: parses the command line, sets up logging, calls the library.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use switchboard::app::{self, AppOptions};
+
+#[derive(Parser)]
+#[command(name = "switchboard", version, about = "A config-driven dynamic supervisor for multi-agent systems")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the supervisor API on a config (hot-reloaded).
+    Serve {
+        /// The agents config.
+        #[arg(long, env = "SWITCHBOARD_CONFIG", default_value = "agents_config.yaml")]
+        config: PathBuf,
+        /// Address to listen on.
+        #[arg(long, env = "SWITCHBOARD_LISTEN", default_value = "127.0.0.1:8080")]
+        listen: String,
+    },
+    /// Start the supervisor and the sample sub-agents of the repo's config, in one process.
+    Demo {
+        /// The agents config (its sample agents must point at loopback ports).
+        #[arg(long, default_value = "agents_config.yaml")]
+        config: PathBuf,
+        /// Address of the supervisor.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: String,
+    },
+    /// Validate a config: print every error and exit 1, or a summary and exit 0.
+    Validate {
+        /// The agents config.
+        #[arg(default_value = "agents_config.yaml")]
+        path: PathBuf,
+    },
+    /// List the capability cards of a config.
+    Agents {
+        /// The agents config.
+        #[arg(long, default_value = "agents_config.yaml")]
+        config: PathBuf,
+    },
+    /// Stream one chat turn to the terminal.
+    Ask {
+        /// What to ask.
+        query: String,
+        /// Continue this thread.
+        #[arg(long)]
+        thread: Option<String>,
+        /// Base URL of the supervisor.
+        #[arg(long, default_value = "http://127.0.0.1:8080")]
+        url: String,
+        /// The user id.
+        #[arg(long, default_value = "cli-user")]
+        user: String,
+        /// A widget value, `key=value` (repeatable).
+        #[arg(long = "slot", value_parser = parse_slot)]
+        slots: Vec<(String, String)>,
+    },
+    /// Print the JSON Schema of agents_config.yaml.
+    Schema,
+}
+
+fn parse_slot(s: &str) -> Result<(String, String), String> {
+    s.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())).ok_or_else(|| "expected key=value".to_string())
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let json = std::env::var("SWITCHBOARD_LOG_FORMAT").is_ok_and(|f| f == "json");
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Validate { path } => Ok(validate(&path)),
+        Command::Schema => {
+            println!("{}", serde_json::to_string_pretty(&switchboard::config::config_json_schema())?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Agents { config } => {
+            let handle = switchboard::registry::RegistryHandle::open(&config).map_err(print_config_errors)?;
+            let reg = handle.load();
+            for a in reg.agents() {
+                let keys: Vec<&str> = a.keys.iter().map(|k| k.spec.key.as_str()).collect();
+                println!(
+                    "{:<20} {:<5} {:<8} {:<40} keys: {}",
+                    a.id(),
+                    format!("{:?}", a.protocol()).to_lowercase(),
+                    if a.spec.enabled { "enabled" } else { "disabled" },
+                    a.url.as_str(),
+                    keys.join(", ")
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Ask { query, thread, url, user, slots } => {
+            let opts = switchboard::client::AskOptions {
+                url,
+                user_id: user,
+                thread_id: thread,
+                slots: slots.into_iter().map(|(k, v)| (k, serde_json::Value::String(v))).collect(),
+            };
+            switchboard::client::ask(&query, &opts, &mut std::io::stdout()).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Serve { config, listen } => {
+            init_logging();
+            let state = app::build_state(&config, options()).map_err(print_start_error)?;
+            let listener = app::bind(&listen).await?;
+            tracing::info!(addr = ?app::local_addr(&listener), config = %config.display(), "switchboard serving");
+            app::serve(listener, state, app::shutdown_signal()).await.context("server failed")?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Demo { config, listen } => {
+            init_logging();
+            let state = app::build_state(&config, options()).map_err(print_start_error)?;
+            let agents = app::spawn_demo_agents(&state).await?;
+            let listener = app::bind(&listen).await?;
+            let addr = app::local_addr(&listener).map(|a| a.to_string()).unwrap_or(listen);
+            println!("Switchboard demo: supervisor on http://{addr} with {} sample sub-agents", agents.len());
+            for a in &agents {
+                println!("  sample sub-agent at {}", a.url());
+            }
+            println!("Try:  cargo run -- ask \"帮我查一下航班CA1234，然后安排白云机场接机\" --url http://{addr}");
+            app::serve(listener, state, app::shutdown_signal()).await.context("server failed")?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn options() -> AppOptions {
+    AppOptions { hot_reload: true, admin_token: std::env::var("SWITCHBOARD_ADMIN_TOKEN").ok() }
+}
+
+fn validate(path: &std::path::Path) -> ExitCode {
+    match switchboard::config::load(path) {
+        Ok(cfg) => {
+            let enabled = cfg.file.agents.iter().filter(|a| a.enabled).count();
+            println!(
+                "{}: valid: {} agents ({} enabled), {} widgets, {} files, hash {}",
+                path.display(),
+                cfg.agents.len(),
+                enabled,
+                cfg.widgets.len(),
+                cfg.sources.len(),
+                &cfg.hash[..12]
+            );
+            ExitCode::SUCCESS
+        }
+        Err(errors) => {
+            for e in &errors.0 {
+                println!("{e}");
+            }
+            println!("{}: {} error(s)", path.display(), errors.0.len());
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn print_config_errors(errors: switchboard::config::ConfigErrors) -> anyhow::Error {
+    for e in &errors.0 {
+        eprintln!("{e}");
+    }
+    anyhow::anyhow!("the config has {} error(s)", errors.0.len())
+}
+
+fn print_start_error(e: app::StartError) -> anyhow::Error {
+    match e {
+        app::StartError::Config(errors) => print_config_errors(errors),
+        other => other.into(),
+    }
+}

@@ -1,0 +1,276 @@
+//! Rule-based intent recognition (DESIGN.md 5.1): capability-card matching and the built-in
+//! lexicons of simple intents.
+//!
+//! Matching is CJK-aware: a term containing non-ASCII characters matches as a substring, an ASCII
+//! term only as a whole word (case-insensitive), so `hotel` does not fire on `hotels-r-us-ish`
+//! noise and `酒店` fires inside `北京的酒店`. Several agents can match one query (multi-intent);
+//! they are ordered by where they are first mentioned.
+
+use serde::Serialize;
+
+use crate::registry::Registry;
+
+/// A prepared search term: lower-cased, with its script class.
+#[derive(Debug, Clone)]
+pub struct Term {
+    lower: String,
+    word: bool,
+}
+
+impl Term {
+    /// Prepares `text` for [`find_term`].
+    pub fn new(text: &str) -> Self {
+        let lower = text.trim().to_lowercase();
+        let word = lower.is_ascii();
+        Self { lower, word }
+    }
+
+    /// Length in bytes of the lower-cased term.
+    pub fn len(&self) -> usize {
+        self.lower.len()
+    }
+
+    /// `true` for an empty term (never matches).
+    pub fn is_empty(&self) -> bool {
+        self.lower.is_empty()
+    }
+}
+
+/// Byte offset of the first match of `term` in `lower_text` (already lower-cased): substring for
+/// CJK terms, whole word for ASCII terms.
+pub fn find_term(lower_text: &str, term: &Term) -> Option<usize> {
+    if term.is_empty() {
+        return None;
+    }
+    if !term.word {
+        return lower_text.find(&term.lower);
+    }
+    let bytes = lower_text.as_bytes();
+    lower_text.match_indices(&term.lower).map(|(i, _)| i).find(|&i| {
+        let end = i + term.lower.len();
+        let before_ok = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        let after_ok = end >= bytes.len() || !bytes[end].is_ascii_alphanumeric();
+        before_ok && after_ok
+    })
+}
+
+/// An agent's keywords, name and examples, prepared once per registry load.
+#[derive(Debug, Clone)]
+pub struct TermMatcher {
+    terms: Vec<Term>,
+    examples: Vec<String>,
+}
+
+impl TermMatcher {
+    /// Prepares `terms` (keywords and name) and `examples` (matched whole, ignoring case,
+    /// whitespace and punctuation).
+    pub fn new<'a>(terms: impl IntoIterator<Item = &'a String>, examples: &[String]) -> Self {
+        Self {
+            terms: terms.into_iter().map(|t| Term::new(t)).filter(|t| !t.is_empty()).collect(),
+            examples: examples.iter().map(|e| normalize(e)).collect(),
+        }
+    }
+
+    /// Byte offset of the first match in `lower_text`, if any.
+    pub fn find(&self, lower_text: &str, normalized: &str) -> Option<usize> {
+        let by_term = self.terms.iter().filter_map(|t| find_term(lower_text, t)).min();
+        by_term.or_else(|| self.examples.iter().any(|e| e == normalized).then_some(0))
+    }
+}
+
+/// Lower-case, drop whitespace and punctuation: the key used for example matching.
+pub fn normalize(text: &str) -> String {
+    text.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+}
+
+/// The language user-facing text is written in, from the script of the query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Lang {
+    /// Chinese: the query contains CJK characters.
+    Zh,
+    /// English: everything else.
+    En,
+}
+
+impl Lang {
+    /// Chinese when `text` holds any CJK ideograph, English otherwise.
+    pub fn detect(text: &str) -> Self {
+        if text.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c) || ('\u{3400}'..='\u{4dbf}').contains(&c)) {
+            Self::Zh
+        } else {
+            Self::En
+        }
+    }
+}
+
+/// Intents answered without planning sub-tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SimpleIntent {
+    /// 你好 / hello.
+    Greeting,
+    /// 谢谢 / thanks.
+    Thanks,
+    /// "What can you do?" — answered from the registry's cards.
+    Capabilities,
+    /// Small talk.
+    ChitChat,
+    /// The user asks for a human -> escalation.
+    HumanRequested,
+    /// Abusive or sensitive content -> escalation.
+    Sensitive,
+    /// Nothing matched: a polite answer listing what is possible.
+    OutOfScope,
+}
+
+const SENSITIVE: &[&str] = &[
+    "傻逼",
+    "傻b",
+    "sb客服",
+    "操你",
+    "草泥马",
+    "去死",
+    "滚蛋",
+    "妈的",
+    "他妈",
+    "废物客服",
+    "自杀",
+    "炸弹",
+    "fuck",
+    "fucking",
+    "shit",
+    "bitch",
+    "asshole",
+    "idiot",
+    "kill myself",
+    "suicide",
+    "bomb",
+];
+const HUMAN: &[&str] = &[
+    "转人工",
+    "人工客服",
+    "人工服务",
+    "找人工",
+    "要人工",
+    "人工坐席",
+    "真人客服",
+    "真人",
+    "找客服",
+    "投诉",
+    "human agent",
+    "real person",
+    "a human",
+    "speak to a human",
+    "talk to a human",
+    "live agent",
+    "representative",
+];
+const CAPABILITIES: &[&str] = &[
+    "你能做什么",
+    "你会做什么",
+    "你会什么",
+    "能做什么",
+    "可以做什么",
+    "能帮我做什么",
+    "能帮我什么",
+    "有什么功能",
+    "有哪些功能",
+    "你能干什么",
+    "功能介绍",
+    "what can you do",
+    "what do you do",
+    "what can i ask",
+    "help",
+];
+const GREETING: &[&str] = &[
+    "你好",
+    "您好",
+    "嗨",
+    "哈喽",
+    "早上好",
+    "上午好",
+    "下午好",
+    "晚上好",
+    "在吗",
+    "hello",
+    "hi",
+    "hey",
+    "good morning",
+    "good afternoon",
+    "good evening",
+];
+const THANKS: &[&str] = &["谢谢", "多谢", "感谢", "谢了", "thanks", "thank you", "thx", "cheers"];
+const CHIT_CHAT: &[&str] = &[
+    "你是谁",
+    "你叫什么",
+    "讲个笑话",
+    "说个笑话",
+    "聊聊天",
+    "聊天",
+    "无聊",
+    "你好吗",
+    "how are you",
+    "who are you",
+    "tell me a joke",
+    "what's your name",
+    "your name",
+];
+
+fn any_term(lower: &str, list: &[&str]) -> bool {
+    list.iter().any(|t| find_term(lower, &Term::new(t)).is_some())
+}
+
+/// The simple intent of a query, if one of the lexicons matches (sensitive first, then a request
+/// for a human, capabilities, greeting, thanks, chit-chat).
+pub fn simple_intent(lower: &str) -> Option<SimpleIntent> {
+    [
+        (SENSITIVE, SimpleIntent::Sensitive),
+        (HUMAN, SimpleIntent::HumanRequested),
+        (CAPABILITIES, SimpleIntent::Capabilities),
+        (CHIT_CHAT, SimpleIntent::ChitChat),
+        (GREETING, SimpleIntent::Greeting),
+        (THANKS, SimpleIntent::Thanks),
+    ]
+    .into_iter()
+    .find_map(|(list, intent)| any_term(lower, list).then_some(intent))
+}
+
+/// Enabled agents mentioned in the query, ordered by first mention: `(offset, agent id)`.
+pub fn match_agents(registry: &Registry, query: &str) -> Vec<(usize, String)> {
+    let lower = query.to_lowercase();
+    let normalized = normalize(query);
+    let mut hits: Vec<(usize, String)> = registry
+        .enabled()
+        .filter_map(|a| a.matcher.find(&lower, &normalized).map(|pos| (pos, a.spec.id.clone())))
+        .collect();
+    hits.sort();
+    hits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cjk_substring_and_latin_words() {
+        assert_eq!(find_term("帮我订北京的酒店", &Term::new("酒店")), Some(18));
+        assert_eq!(find_term("book a hotel, please", &Term::new("Hotel")), Some(7));
+        assert_eq!(find_term("hotels", &Term::new("hotel")), None);
+        assert_eq!(find_term("订hotel", &Term::new("hotel")), Some(3));
+        assert_eq!(find_term("this is it", &Term::new("hi")), None);
+    }
+
+    #[test]
+    fn lexicons() {
+        assert_eq!(simple_intent("你好"), Some(SimpleIntent::Greeting));
+        assert_eq!(simple_intent("谢谢你"), Some(SimpleIntent::Thanks));
+        assert_eq!(simple_intent("我要转人工"), Some(SimpleIntent::HumanRequested));
+        assert_eq!(simple_intent("what can you do?"), Some(SimpleIntent::Capabilities));
+        assert_eq!(simple_intent("你这个傻逼"), Some(SimpleIntent::Sensitive));
+        assert_eq!(simple_intent("tell me a joke"), Some(SimpleIntent::ChitChat));
+        assert_eq!(simple_intent("量子力学是什么"), None);
+        assert_eq!(Lang::detect("hello 北京"), Lang::Zh);
+        assert_eq!(Lang::detect("hello"), Lang::En);
+    }
+}

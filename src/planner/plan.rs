@@ -1,0 +1,433 @@
+//! The task plan (DESIGN.md 5.3) and how it is built: semantic keys filled and checked, DAG edges
+//! from `produces`, cycles broken, blocked sub-tasks marked, the task type derived.
+//!
+//! [`build`] is shared by fresh planning and by resuming a pending clarification, so both follow
+//! the same rules: a key is taken from (in order) the sub-task's already known inputs, the
+//! frontend's `slots`, the current text, the session's collected slots; a key nobody supplies but
+//! another sub-task of the plan `produces` becomes a dependency; anything else is missing.
+
+use std::collections::{BTreeSet, HashSet};
+use std::sync::Arc;
+
+use chrono::NaiveDate;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::registry::{Agent, KeyDef};
+
+use super::intent::Lang;
+
+/// Lifecycle of a sub-task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskStatus {
+    /// Runnable, not started.
+    Pending,
+    /// Missing or invalid semantic keys (or waiting on a blocked sub-task): never dispatched.
+    Blocked,
+    /// Dispatched, not finished.
+    Running,
+    /// Finished and accepted.
+    Done,
+    /// The call failed or the reply was rejected.
+    Failed,
+    /// Not run because a dependency failed.
+    Skipped,
+    /// Dropped by the user.
+    Cancelled,
+}
+
+/// Shape of the plan's dependency graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskType {
+    /// One sub-task, or a single chain.
+    Sequential,
+    /// Several sub-tasks, no dependencies.
+    Parallel,
+    /// Anything else.
+    Dag,
+}
+
+/// One sub-task of a plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubTask {
+    /// `<plan_id>_task_<n>`.
+    pub task_id: String,
+    /// What it does, in user words.
+    pub description: String,
+    /// The capability card's id.
+    pub assigned_agent: String,
+    /// `message` plus the semantic keys known so far.
+    pub inputs: Map<String, Value>,
+    /// Task ids that must be done first.
+    pub dependencies: Vec<String>,
+    /// Current status.
+    pub status: TaskStatus,
+    /// Why it is blocked, failed or skipped (extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The accepted `output` (extension, when done).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    /// The agent's `message` for the user (extension, when done).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Whether a key has no value or a value that fails its schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MissKind {
+    /// No value.
+    Miss,
+    /// A value that fails the input schema's property.
+    Invalid,
+}
+
+/// One entry of `metadata.semantic_info` (DESIGN.md 8.1): parallel arrays in config order, `""`
+/// for a key without a widget.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SemanticInfo {
+    /// `miss` or `invalid`.
+    #[serde(rename = "type")]
+    pub kind: MissKind,
+    /// The capability card's id.
+    pub sub_agent_id: String,
+    /// The blocked sub-task (extension).
+    pub task_id: String,
+    /// The keys.
+    pub keys: Vec<String>,
+    /// Their descriptions.
+    pub key_descriptions: Vec<String>,
+    /// Their widget ids, `""` for none.
+    pub fe_widgets_suggestion: Vec<String>,
+}
+
+/// A task plan (DESIGN.md 5.3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskPlan {
+    /// `plan_<id>`.
+    pub plan_id: String,
+    /// Shape of the dependency graph.
+    pub task_type: TaskType,
+    /// The sub-tasks, in the order they were mentioned.
+    pub sub_tasks: Vec<SubTask>,
+    /// How the planner got here (internal; not user-facing).
+    pub reasoning: String,
+    /// `sub_tasks.len()`.
+    pub total_tasks: usize,
+    /// Every missing key of every blocked sub-task, deduplicated.
+    pub missing_semantic_keys: Vec<String>,
+    /// One sentence for the user about what will be done.
+    pub user_friendly_message: String,
+    /// Missing / invalid keys per blocked sub-task.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub semantic_info: Vec<SemanticInfo>,
+}
+
+impl TaskPlan {
+    /// Sub-tasks that can be dispatched now.
+    pub fn runnable(&self) -> impl Iterator<Item = &SubTask> {
+        self.sub_tasks.iter().filter(|t| t.status == TaskStatus::Pending)
+    }
+
+    /// Sub-tasks held back for the user.
+    pub fn blocked(&self) -> impl Iterator<Item = &SubTask> {
+        self.sub_tasks.iter().filter(|t| t.status == TaskStatus::Blocked)
+    }
+}
+
+/// A sub-task to plan: its agent and what is already known.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// Existing task id when resuming; a new one is made otherwise.
+    pub task_id: Option<String>,
+    /// The agent.
+    pub agent: Arc<Agent>,
+    /// Known inputs (at least `message`).
+    pub inputs: Map<String, Value>,
+}
+
+/// Where semantic-key values come from this turn.
+#[derive(Debug, Clone, Copy)]
+pub struct KeySources<'a> {
+    /// The text of this turn.
+    pub text: &'a str,
+    /// Structured values from the frontend (`slots`).
+    pub slots: &'a Map<String, Value>,
+    /// Values collected in earlier turns.
+    pub session_slots: &'a Map<String, Value>,
+    /// Today's date, for relative dates.
+    pub today: NaiveDate,
+}
+
+/// Converts a form value to the property's JSON type where that is lossless (`"1000"` -> `1000`).
+pub fn coerce(key: &KeyDef, value: &Value) -> Value {
+    match (key.json_type.as_deref(), value) {
+        (Some("number"), Value::String(s)) => s
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map_or_else(|| value.clone(), Value::Number),
+        (Some("integer"), Value::String(s)) => {
+            s.trim().parse::<i64>().map_or_else(|_| value.clone(), |n| Value::Number(n.into()))
+        }
+        (Some("string"), Value::Number(n)) => Value::String(n.to_string()),
+        _ => value.clone(),
+    }
+}
+
+/// Builds a plan from candidates. Returns the plan and the valid values found this turn (from
+/// slots and text), which the session remembers.
+pub fn build(
+    candidates: Vec<Candidate>,
+    src: KeySources<'_>,
+    plan_id: &str,
+    lang: Lang,
+    reasoning: String,
+) -> (TaskPlan, Map<String, Value>) {
+    let n = candidates.len();
+    let mut found = Map::new();
+    let mut tasks: Vec<SubTask> = Vec::with_capacity(n);
+    // Per task: keys without a value, keys with an invalid value.
+    let mut missing: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut invalid: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut deps: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n];
+    // (task, key index) satisfied by a dependency edge: (task, dep, key index).
+    let mut edges: Vec<(usize, usize, usize)> = Vec::new();
+
+    let mut used_ids: HashSet<String> = candidates.iter().filter_map(|c| c.task_id.clone()).collect();
+    let mut counter = 0;
+    for (i, cand) in candidates.iter().enumerate() {
+        let mut inputs = cand.inputs.clone();
+        for (k, key) in cand.agent.keys.iter().enumerate() {
+            let name = &key.spec.key;
+            if inputs.contains_key(name) {
+                continue;
+            }
+            let fresh = src
+                .slots
+                .get(name)
+                .map(|v| coerce(key, v))
+                .or_else(|| key.extractor.as_ref().and_then(|x| x.extract(src.text, src.today)));
+            let value = fresh.clone().or_else(|| src.session_slots.get(name).cloned());
+            match value {
+                Some(v) if key.accepts(&v) => {
+                    if fresh.is_some() {
+                        found.insert(name.clone(), v.clone());
+                    }
+                    inputs.insert(name.clone(), v);
+                }
+                Some(_) => invalid[i].push(k),
+                None => missing[i].push(k),
+            }
+        }
+        let task_id = cand.task_id.clone().unwrap_or_else(|| loop {
+            counter += 1;
+            let id = format!("{plan_id}_task_{counter}");
+            if used_ids.insert(id.clone()) {
+                break id;
+            }
+        });
+        tasks.push(SubTask {
+            task_id,
+            description: cand.agent.task_description(),
+            assigned_agent: cand.agent.spec.id.clone(),
+            inputs,
+            dependencies: Vec::new(),
+            status: TaskStatus::Pending,
+            reason: None,
+            output: None,
+            message: None,
+        });
+    }
+
+    // Data-flow edges: a missing key another sub-task produces.
+    for i in 0..n {
+        let agent = &candidates[i].agent;
+        missing[i].retain(|&k| {
+            let key = &agent.keys[k].spec.key;
+            let producer = (0..n).find(|&j| j != i && candidates[j].agent.spec.produces.iter().any(|p| p == key));
+            match producer {
+                Some(j) => {
+                    deps[i].insert(j);
+                    edges.push((i, j, k));
+                    false
+                }
+                None => true,
+            }
+        });
+    }
+
+    // Break cycles: edges between tasks Kahn's algorithm cannot order become missing keys.
+    let order = loop {
+        match topo_order(&deps) {
+            Ok(order) => break order,
+            Err(stuck) => {
+                for &(i, j, k) in &edges {
+                    if stuck.contains(&i) && stuck.contains(&j) && deps[i].remove(&j) {
+                        missing[i].push(k);
+                    }
+                }
+                for &i in &stuck {
+                    deps[i].retain(|j| !stuck.contains(j));
+                }
+            }
+        }
+    };
+
+    let mut semantic_info = Vec::new();
+    let mut missing_keys: Vec<String> = Vec::new();
+    for &i in &order {
+        let agent = &candidates[i].agent;
+        missing[i].sort_unstable();
+        let waits_on_blocked = deps[i].iter().any(|&j| tasks[j].status == TaskStatus::Blocked);
+        for (kind, list) in [(MissKind::Miss, &missing[i]), (MissKind::Invalid, &invalid[i])] {
+            if list.is_empty() {
+                continue;
+            }
+            let keys: Vec<&KeyDef> = list.iter().map(|&k| &agent.keys[k]).collect();
+            semantic_info.push(SemanticInfo {
+                kind,
+                sub_agent_id: agent.spec.id.clone(),
+                task_id: tasks[i].task_id.clone(),
+                keys: keys.iter().map(|k| k.spec.key.clone()).collect(),
+                key_descriptions: keys.iter().map(|k| k.spec.description.clone()).collect(),
+                fe_widgets_suggestion: keys.iter().map(|k| k.widget.clone()).collect(),
+            });
+            for k in keys {
+                if !missing_keys.contains(&k.spec.key) {
+                    missing_keys.push(k.spec.key.clone());
+                }
+            }
+        }
+        if !missing[i].is_empty() || !invalid[i].is_empty() {
+            tasks[i].status = TaskStatus::Blocked;
+            tasks[i].reason = Some("missing or invalid semantic keys".into());
+        } else if waits_on_blocked {
+            tasks[i].status = TaskStatus::Blocked;
+            tasks[i].reason = Some("waiting for a blocked sub-task".into());
+        }
+    }
+    for i in 0..n {
+        tasks[i].dependencies = deps[i].iter().map(|&j| tasks[j].task_id.clone()).collect();
+    }
+    // Keep semantic_info in plan order, not topological order.
+    semantic_info.sort_by_key(|s| tasks.iter().position(|t| t.task_id == s.task_id));
+
+    let task_type = task_type(&deps);
+    let user_friendly_message = plan_message(&tasks, lang);
+    let plan = TaskPlan {
+        plan_id: plan_id.to_string(),
+        task_type,
+        total_tasks: tasks.len(),
+        sub_tasks: tasks,
+        reasoning,
+        missing_semantic_keys: missing_keys,
+        user_friendly_message,
+        semantic_info,
+    };
+    (plan, found)
+}
+
+/// Kahn's algorithm over `deps[i]` = the tasks `i` waits for. `Err` holds the tasks left in or
+/// behind a cycle.
+pub fn topo_order(deps: &[BTreeSet<usize>]) -> Result<Vec<usize>, Vec<usize>> {
+    let n = deps.len();
+    let mut indegree: Vec<usize> = deps.iter().map(BTreeSet::len).collect();
+    let mut queue: std::collections::VecDeque<usize> = (0..n).filter(|&i| indegree[i] == 0).collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(j) = queue.pop_front() {
+        order.push(j);
+        for i in 0..n {
+            if deps[i].contains(&j) {
+                indegree[i] -= 1;
+                if indegree[i] == 0 {
+                    queue.push_back(i);
+                }
+            }
+        }
+    }
+    if order.len() == n {
+        Ok(order)
+    } else {
+        Err((0..n).filter(|i| !order.contains(i)).collect())
+    }
+}
+
+fn task_type(deps: &[BTreeSet<usize>]) -> TaskType {
+    let n = deps.len();
+    let edges: usize = deps.iter().map(BTreeSet::len).sum();
+    if edges == 0 {
+        return if n <= 1 { TaskType::Sequential } else { TaskType::Parallel };
+    }
+    let mut dependents = vec![0usize; n];
+    for d in deps {
+        for &j in d {
+            dependents[j] += 1;
+        }
+    }
+    let chain = edges == n - 1 && deps.iter().all(|d| d.len() <= 1) && dependents.iter().all(|&c| c <= 1);
+    if chain {
+        TaskType::Sequential
+    } else {
+        TaskType::Dag
+    }
+}
+
+fn plan_message(tasks: &[SubTask], lang: Lang) -> String {
+    let runnable: Vec<&str> =
+        tasks.iter().filter(|t| t.status != TaskStatus::Blocked).map(|t| t.description.as_str()).collect();
+    let blocked = tasks.iter().filter(|t| t.status == TaskStatus::Blocked).count();
+    match lang {
+        Lang::Zh => {
+            let mut s = String::new();
+            if !runnable.is_empty() {
+                s = format!("好的，我来为您处理：{}。", runnable.join("；"));
+            }
+            if blocked > 0 {
+                s.push_str(&format!("另有 {blocked} 项还需要您补充一些信息。"));
+            }
+            s
+        }
+        Lang::En => {
+            let mut s = String::new();
+            if !runnable.is_empty() {
+                s = format!("On it: {}.", runnable.join("; "));
+            }
+            if blocked > 0 {
+                if !s.is_empty() {
+                    s.push(' ');
+                }
+                s.push_str(&format!("{blocked} more step(s) need a few details from you."));
+            }
+            s
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(v: &[usize]) -> BTreeSet<usize> {
+        v.iter().copied().collect()
+    }
+
+    #[test]
+    fn topo_orders_and_finds_cycles() {
+        assert_eq!(topo_order(&[set(&[]), set(&[0]), set(&[1])]), Ok(vec![0, 1, 2]));
+        assert_eq!(topo_order(&[set(&[1]), set(&[0]), set(&[])]), Err(vec![0, 1]));
+    }
+
+    #[test]
+    fn task_types() {
+        assert_eq!(task_type(&[set(&[])]), TaskType::Sequential);
+        assert_eq!(task_type(&[set(&[]), set(&[])]), TaskType::Parallel);
+        assert_eq!(task_type(&[set(&[]), set(&[0]), set(&[1])]), TaskType::Sequential);
+        assert_eq!(task_type(&[set(&[]), set(&[0]), set(&[0])]), TaskType::Dag);
+        assert_eq!(task_type(&[set(&[]), set(&[0]), set(&[])]), TaskType::Dag);
+    }
+}

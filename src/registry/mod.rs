@@ -1,0 +1,341 @@
+//! The registry: an immutable, versioned snapshot of the validated config, and the
+//! [`RegistryHandle`] that swaps snapshots atomically (DESIGN.md sections 2 and 3).
+//!
+//! A [`Registry`] is built only from a [`LoadedConfig`] (so it is valid by construction) and never
+//! changes afterwards. Everything a request needs per call is compiled here, once per load: the
+//! JSON Schema validators, per-key validators and the rule planner's extractors and matchers.
+//! A request takes one `Arc<Registry>` at its start ([`RegistryHandle::load`]) and keeps it to the
+//! end, whatever reloads happen meanwhile.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use arc_swap::ArcSwap;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::config::{
+    compile_schema, key_subschema, AgentSpec, ConfigError, ConfigErrors, LoadedConfig, Protocol, SemanticKeySpec,
+    SupervisorSettings,
+};
+use crate::planner::{Extractor, TermMatcher};
+
+/// One semantic key of a capability card, compiled.
+#[derive(Debug)]
+pub struct KeyDef {
+    /// The key as configured.
+    pub spec: SemanticKeySpec,
+    /// Widget id, `""` for none (the wire form of `fe_widgets_suggestion`).
+    pub widget: String,
+    /// Validates `{ key: value }` against the key's property in the input schema.
+    pub validator: jsonschema::Validator,
+    /// JSON type of the property (`"number"`, `"integer"`, `"string"`, ...), used to coerce form
+    /// values such as `"1000"`.
+    pub json_type: Option<String>,
+    /// The rule planner's extractor, when `extract` is set.
+    pub extractor: Option<Extractor>,
+}
+
+impl KeyDef {
+    /// `true` when `value` satisfies the key's property schema.
+    pub fn accepts(&self, value: &Value) -> bool {
+        let mut obj = Map::with_capacity(1);
+        obj.insert(self.spec.key.clone(), value.clone());
+        self.validator.is_valid(&Value::Object(obj))
+    }
+}
+
+/// A capability card, validated and compiled.
+#[derive(Debug)]
+pub struct Agent {
+    /// The card as written (`${ENV}` not interpolated: safe to show).
+    pub spec: AgentSpec,
+    /// Endpoint URL, interpolated.
+    pub url: reqwest::Url,
+    /// Extra headers, interpolated. Secret.
+    pub headers: reqwest::header::HeaderMap,
+    /// Effective call timeout.
+    pub timeout: Duration,
+    /// The input JSON Schema document.
+    pub input_schema: Arc<Value>,
+    /// The output JSON Schema document.
+    pub output_schema: Arc<Value>,
+    /// Validator of the full `inputs` object.
+    pub input_validator: jsonschema::Validator,
+    /// Validator of the reply's `output` object ("acceptance").
+    pub output_validator: jsonschema::Validator,
+    /// `required_semantic_keys`, compiled, in config order.
+    pub keys: Vec<KeyDef>,
+    /// Keywords, name and examples, prepared for matching.
+    pub matcher: TermMatcher,
+}
+
+impl Agent {
+    /// The agent id.
+    pub fn id(&self) -> &str {
+        &self.spec.id
+    }
+
+    /// The sub-agent protocol.
+    pub fn protocol(&self) -> Protocol {
+        self.spec.endpoint.protocol
+    }
+
+    /// The user-facing phrase for a sub-task of this agent: its description without trailing
+    /// punctuation.
+    pub fn task_description(&self) -> String {
+        self.spec.description.trim().trim_end_matches(['。', '.', '！', '!', '；', ';']).to_string()
+    }
+}
+
+/// An immutable registry snapshot.
+#[derive(Debug)]
+pub struct Registry {
+    /// Snapshot version: 1 for the first load, +1 for each swap.
+    pub version: u64,
+    /// Hex SHA-256 of every file the snapshot was built from.
+    pub hash: String,
+    /// When the snapshot was built.
+    pub loaded_at: SystemTime,
+    /// The config file path.
+    pub path: std::path::PathBuf,
+    /// Supervisor settings.
+    pub settings: SupervisorSettings,
+    /// The widget map as served.
+    pub widgets: Arc<Map<String, Value>>,
+    /// Every file read: what hot reload watches.
+    pub sources: Vec<std::path::PathBuf>,
+    agents: Vec<Arc<Agent>>,
+    index: HashMap<String, usize>,
+}
+
+impl Registry {
+    /// Builds a snapshot from a validated config.
+    ///
+    /// # Errors
+    /// [`ConfigErrors`] only if a schema that passed validation fails to compile (not expected).
+    pub fn from_config(loaded: LoadedConfig, version: u64) -> Result<Self, ConfigErrors> {
+        let file_name = loaded.path.display().to_string();
+        let compile = |schema: &Value, pointer: String| {
+            compile_schema(schema).map_err(|message| {
+                ConfigErrors(vec![ConfigError {
+                    file: file_name.clone(),
+                    line: None,
+                    column: None,
+                    pointer: Some(pointer),
+                    message,
+                }])
+            })
+        };
+        let mut agents = Vec::with_capacity(loaded.agents.len());
+        for (i, resolved) in loaded.agents.into_iter().enumerate() {
+            let mut keys = Vec::with_capacity(resolved.spec.required_semantic_keys.len());
+            for (j, k) in resolved.spec.required_semantic_keys.iter().enumerate() {
+                let sub = key_subschema(&resolved.input_schema, &[k.key.as_str()]);
+                let json_type = sub["properties"][&k.key]["type"].as_str().map(str::to_string);
+                keys.push(KeyDef {
+                    spec: k.clone(),
+                    widget: k.widget.clone().unwrap_or_default(),
+                    validator: compile(&sub, format!("/agents/{i}/required_semantic_keys/{j}"))?,
+                    json_type,
+                    extractor: k.extract.as_ref().and_then(|x| Extractor::new(x, &loaded.file.lists)),
+                });
+            }
+            let mut headers = reqwest::header::HeaderMap::new();
+            for (name, value) in &resolved.headers {
+                if let (Ok(n), Ok(v)) = (
+                    reqwest::header::HeaderName::from_bytes(name.as_bytes()),
+                    reqwest::header::HeaderValue::from_str(value),
+                ) {
+                    let mut v = v;
+                    v.set_sensitive(true);
+                    headers.insert(n, v);
+                }
+            }
+            let spec = &resolved.spec;
+            let matcher = TermMatcher::new(spec.keywords.iter().chain([&spec.name]), &spec.examples);
+            agents.push(Arc::new(Agent {
+                input_validator: compile(&resolved.input_schema, format!("/agents/{i}/input_schema"))?,
+                output_validator: compile(&resolved.output_schema, format!("/agents/{i}/output_schema"))?,
+                matcher,
+                keys,
+                headers,
+                url: resolved.url,
+                timeout: resolved.timeout,
+                input_schema: resolved.input_schema,
+                output_schema: resolved.output_schema,
+                spec: resolved.spec,
+            }));
+        }
+        let index = agents.iter().enumerate().map(|(i, a)| (a.spec.id.clone(), i)).collect();
+        Ok(Self {
+            version,
+            hash: loaded.hash,
+            loaded_at: SystemTime::now(),
+            path: loaded.path,
+            settings: loaded.file.supervisor,
+            widgets: Arc::new(loaded.widgets),
+            sources: loaded.sources,
+            agents,
+            index,
+        })
+    }
+
+    /// Every agent, enabled or not, in config order.
+    pub fn agents(&self) -> &[Arc<Agent>] {
+        &self.agents
+    }
+
+    /// Enabled agents in config order: the only ones planned.
+    pub fn enabled(&self) -> impl Iterator<Item = &Arc<Agent>> {
+        self.agents.iter().filter(|a| a.spec.enabled)
+    }
+
+    /// An agent by id, enabled or not.
+    pub fn get(&self, id: &str) -> Option<&Arc<Agent>> {
+        self.index.get(id).map(|&i| &self.agents[i])
+    }
+
+    /// An enabled agent by id.
+    pub fn get_enabled(&self, id: &str) -> Option<&Arc<Agent>> {
+        self.get(id).filter(|a| a.spec.enabled)
+    }
+}
+
+/// What a reload attempt did.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum ReloadOutcome {
+    /// A new snapshot is serving.
+    Swapped {
+        /// Its version.
+        version: u64,
+        /// Agent ids added, removed and changed relative to the previous snapshot.
+        added: Vec<String>,
+        /// Removed ids.
+        removed: Vec<String>,
+        /// Ids whose card changed.
+        changed: Vec<String>,
+    },
+    /// The files are byte-for-byte what is serving; nothing swapped.
+    Unchanged {
+        /// The serving version.
+        version: u64,
+    },
+    /// The new config is invalid; the last good snapshot keeps serving.
+    Rejected {
+        /// The serving version.
+        version: u64,
+        /// Every error found.
+        errors: Vec<ConfigError>,
+    },
+}
+
+/// Reload bookkeeping shown at `GET /v1/config`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReloadStatus {
+    /// Successful swaps since start.
+    pub reloads_ok: u64,
+    /// Rejected reloads since start.
+    pub reloads_failed: u64,
+    /// When the last attempt finished (RFC 3339).
+    pub last_attempt_at: Option<String>,
+    /// Errors of the last attempt, when it was rejected; cleared by the next good one.
+    pub last_error: Option<Vec<ConfigError>>,
+}
+
+/// The serving snapshot plus reload status; shared by every request (`Arc<RegistryHandle>`).
+#[derive(Debug)]
+pub struct RegistryHandle {
+    current: ArcSwap<Registry>,
+    status: Mutex<ReloadStatus>,
+    next_version: AtomicU64,
+}
+
+impl RegistryHandle {
+    /// Wraps the first snapshot (its version should be 1).
+    pub fn new(first: Registry) -> Self {
+        let next = first.version + 1;
+        Self {
+            current: ArcSwap::from_pointee(first),
+            status: Mutex::new(ReloadStatus::default()),
+            next_version: AtomicU64::new(next),
+        }
+    }
+
+    /// Loads and validates the config at `path` into a version-1 handle.
+    ///
+    /// # Errors
+    /// Every config error.
+    pub fn open(path: &std::path::Path) -> Result<Self, ConfigErrors> {
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let loaded = crate::config::load(&path)?;
+        Ok(Self::new(Registry::from_config(loaded, 1)?))
+    }
+
+    /// The serving snapshot. Call once per request and keep the `Arc`.
+    pub fn load(&self) -> Arc<Registry> {
+        self.current.load_full()
+    }
+
+    /// A copy of the reload status.
+    pub fn status(&self) -> ReloadStatus {
+        self.status.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Applies the result of re-reading the config: swaps in a new snapshot when valid and
+    /// different, keeps the serving one otherwise. Only the reload loop calls this.
+    pub fn apply(&self, result: Result<LoadedConfig, ConfigErrors>) -> ReloadOutcome {
+        let old = self.load();
+        let outcome = match result {
+            Ok(loaded) if loaded.hash == old.hash => ReloadOutcome::Unchanged { version: old.version },
+            Ok(loaded) => {
+                let version = self.next_version.load(Ordering::SeqCst);
+                match Registry::from_config(loaded, version) {
+                    Ok(new) => {
+                        self.next_version.fetch_add(1, Ordering::SeqCst);
+                        let (added, removed, changed) = diff(&old, &new);
+                        self.current.store(Arc::new(new));
+                        ReloadOutcome::Swapped { version, added, removed, changed }
+                    }
+                    Err(ConfigErrors(errors)) => ReloadOutcome::Rejected { version: old.version, errors },
+                }
+            }
+            Err(ConfigErrors(errors)) => ReloadOutcome::Rejected { version: old.version, errors },
+        };
+        if let Ok(mut st) = self.status.lock() {
+            st.last_attempt_at = Some(chrono::Utc::now().to_rfc3339());
+            match &outcome {
+                ReloadOutcome::Swapped { .. } => {
+                    st.reloads_ok += 1;
+                    st.last_error = None;
+                }
+                ReloadOutcome::Unchanged { .. } => st.last_error = None,
+                ReloadOutcome::Rejected { errors, .. } => {
+                    st.reloads_failed += 1;
+                    st.last_error = Some(errors.clone());
+                }
+            }
+        }
+        outcome
+    }
+}
+
+fn diff(old: &Registry, new: &Registry) -> (Vec<String>, Vec<String>, Vec<String>) {
+    let card = |a: &Agent| serde_json::to_string(&a.spec).unwrap_or_default();
+    let added = new.agents.iter().filter(|a| old.get(a.id()).is_none()).map(|a| a.spec.id.clone()).collect();
+    let removed = old.agents.iter().filter(|a| new.get(a.id()).is_none()).map(|a| a.spec.id.clone()).collect();
+    let changed = new
+        .agents
+        .iter()
+        .filter(|a| {
+            old.get(a.id()).is_some_and(|o| {
+                card(o) != card(a) || o.input_schema != a.input_schema || o.output_schema != a.output_schema
+            })
+        })
+        .map(|a| a.spec.id.clone())
+        .collect();
+    (added, removed, changed)
+}

@@ -1,0 +1,179 @@
+//! Hot reload (DESIGN.md section 3): one task owns reloading; file events, `SIGHUP` and
+//! `POST /v1/admin/reload` all send it the same [`ReloadRequest`].
+//!
+//! The watcher watches the *directories* of every file the serving snapshot was built from
+//! (non-recursively), because editors and Kubernetes replace files by rename or by swapping the
+//! `..data` symlink rather than writing in place. Events are debounced (`notify-debouncer-mini`,
+//! 150 ms), then everything is re-read and validated off the async runtime, and
+//! [`RegistryHandle::apply`] swaps the snapshot only if the result is valid and different.
+//! **Invariant:** an invalid config never replaces the serving registry.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use notify_debouncer_mini::notify::RecursiveMode;
+use notify_debouncer_mini::{new_debouncer, DebounceEventResult};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::registry::{RegistryHandle, ReloadOutcome};
+
+/// How long a burst of file events is coalesced before reloading.
+pub const DEBOUNCE: Duration = Duration::from_millis(150);
+
+/// A request to re-read the config.
+#[derive(Debug)]
+pub struct ReloadRequest {
+    /// What asked (`file`, `sighup`, `admin`), for logs.
+    pub cause: &'static str,
+    /// Where to send the outcome, if anyone waits for it.
+    pub reply: Option<oneshot::Sender<ReloadOutcome>>,
+}
+
+/// Errors starting the watcher.
+#[derive(Debug, thiserror::Error)]
+pub enum ReloadError {
+    /// The OS file watcher could not be created.
+    #[error("cannot watch config files: {0}")]
+    Watch(#[from] notify_debouncer_mini::notify::Error),
+}
+
+/// Sends reload requests to the reload loop. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Reloader {
+    tx: mpsc::UnboundedSender<ReloadRequest>,
+}
+
+impl Reloader {
+    /// Asks for a reload and waits for its outcome (`None` if the loop is gone).
+    pub async fn reload(&self, cause: &'static str) -> Option<ReloadOutcome> {
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(ReloadRequest { cause, reply: Some(reply) }).ok()?;
+        rx.await.ok()
+    }
+}
+
+/// Starts the reload loop for the config at `path`: file watching, `SIGHUP` (Unix), and the
+/// returned [`Reloader`] for explicit requests. Runs until the runtime shuts down.
+///
+/// # Errors
+/// [`ReloadError`] when the file watcher cannot be created.
+pub fn spawn(handle: Arc<RegistryHandle>, path: PathBuf) -> Result<Reloader, ReloadError> {
+    let path = std::path::absolute(&path).unwrap_or(path);
+    let (tx, mut rx) = mpsc::unbounded_channel::<ReloadRequest>();
+    let (fs_tx, mut fs_rx) = mpsc::unbounded_channel::<Vec<PathBuf>>();
+    let mut debouncer = new_debouncer(DEBOUNCE, move |res: DebounceEventResult| match res {
+        Ok(events) => {
+            let _ = fs_tx.send(events.into_iter().map(|e| e.path).collect());
+        }
+        Err(e) => tracing::warn!(error = %e, "config watcher error"),
+    })?;
+
+    let mut watched: BTreeSet<PathBuf> = BTreeSet::new();
+    rewatch(debouncer.watcher(), &mut watched, &watch_dirs(&path, &handle.load().sources));
+
+    #[cfg(unix)]
+    {
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            use tokio::signal::unix::{signal, SignalKind};
+            let Ok(mut hup) = signal(SignalKind::hangup()) else { return };
+            while hup.recv().await.is_some() {
+                if tx.send(ReloadRequest { cause: "sighup", reply: None }).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+
+    let reloader = Reloader { tx };
+    tokio::spawn(async move {
+        let mut last_failed = false;
+        loop {
+            let req = tokio::select! {
+                Some(req) = rx.recv() => req,
+                Some(paths) = fs_rx.recv() => {
+                    let sources = handle.load().sources.clone();
+                    // After a failure any change may be the fix (a schema file added later).
+                    if !last_failed && !paths.iter().any(|p| relevant(p, &sources)) {
+                        continue;
+                    }
+                    ReloadRequest { cause: "file", reply: None }
+                }
+                else => break,
+            };
+            let p = path.clone();
+            let result = tokio::task::spawn_blocking(move || crate::config::load(&p)).await;
+            let outcome = match result {
+                Ok(r) => handle.apply(r),
+                Err(e) => {
+                    tracing::error!(error = %e, "config loader panicked");
+                    continue;
+                }
+            };
+            last_failed = matches!(outcome, ReloadOutcome::Rejected { .. });
+            log_outcome(req.cause, &outcome);
+            if matches!(outcome, ReloadOutcome::Swapped { .. }) {
+                rewatch(debouncer.watcher(), &mut watched, &watch_dirs(&path, &handle.load().sources));
+            }
+            if let Some(reply) = req.reply {
+                let _ = reply.send(outcome);
+            }
+        }
+    });
+    Ok(reloader)
+}
+
+/// The directories holding `sources` (and the config itself).
+fn watch_dirs(config: &Path, sources: &[PathBuf]) -> BTreeSet<PathBuf> {
+    std::iter::once(config)
+        .chain(sources.iter().map(PathBuf::as_path))
+        .filter_map(|p| p.parent())
+        .map(|d| if d.as_os_str().is_empty() { PathBuf::from(".") } else { d.to_path_buf() })
+        .collect()
+}
+
+fn rewatch(
+    watcher: &mut dyn notify_debouncer_mini::notify::Watcher,
+    watched: &mut BTreeSet<PathBuf>,
+    want: &BTreeSet<PathBuf>,
+) {
+    for dir in watched.difference(want) {
+        let _ = watcher.unwatch(dir);
+    }
+    for dir in want.difference(watched) {
+        if let Err(e) = watcher.watch(dir, RecursiveMode::NonRecursive) {
+            tracing::warn!(dir = %dir.display(), error = %e, "cannot watch directory");
+        }
+    }
+    *watched = want.clone();
+}
+
+/// A changed path matters if it is a source file or a Kubernetes-style `..data` entry.
+fn relevant(changed: &Path, sources: &[PathBuf]) -> bool {
+    let name = changed.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    name.starts_with("..")
+        || sources.iter().any(|s| {
+            s == changed
+                || (s.file_name() == changed.file_name() && s.parent().map(canon) == changed.parent().map(canon))
+        })
+}
+
+fn canon(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+fn log_outcome(cause: &str, outcome: &ReloadOutcome) {
+    match outcome {
+        ReloadOutcome::Swapped { version, added, removed, changed } => {
+            tracing::info!(cause, version, ?added, ?removed, ?changed, "config reloaded");
+        }
+        ReloadOutcome::Unchanged { version } => tracing::debug!(cause, version, "config unchanged"),
+        ReloadOutcome::Rejected { version, errors } => {
+            for e in errors {
+                tracing::error!(cause, serving_version = version, error = %e, "config rejected");
+            }
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! The user-facing texts of a turn: the template summary of a plan's results and the direct
+//! answers of simple intents (DESIGN.md section 4, seed 003's summarize step).
+//!
+//! The summary says what was done (the agents' own `message`s), what failed and why, and what is
+//! still needed with an example of how to give it. It never shows agent ids or intent labels:
+//! sub-tasks are named by their user-facing description, keys by their description.
+
+use serde_json::Value;
+
+use crate::planner::{EscalationReason, Lang, SimpleIntent, TaskPlan, TaskStatus};
+use crate::registry::Registry;
+
+/// The template summary of an executed plan.
+pub fn summary(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String {
+    let zh = lang == Lang::Zh;
+    let mut out: Vec<String> = Vec::new();
+
+    let done: Vec<String> = plan
+        .sub_tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Done)
+        .map(|t| match t.message.as_deref().map(str::trim) {
+            Some(m) if !m.is_empty() => format!("- {m}"),
+            _ => format!("- {}", t.description),
+        })
+        .collect();
+    if !done.is_empty() {
+        out.push(if zh { "已为您完成：".into() } else { "Done:".into() });
+        out.extend(done);
+    }
+
+    let failed: Vec<String> = plan
+        .sub_tasks
+        .iter()
+        .filter(|t| matches!(t.status, TaskStatus::Failed | TaskStatus::Skipped))
+        .map(|t| {
+            let reason = t.reason.as_deref().unwrap_or(if zh { "未知原因" } else { "unknown reason" });
+            if zh {
+                format!("- {}：{reason}", t.description)
+            } else {
+                format!("- {}: {reason}", t.description)
+            }
+        })
+        .collect();
+    if !failed.is_empty() {
+        out.push(if zh { "未能完成：".into() } else { "Could not be done:".into() });
+        out.extend(failed);
+    }
+
+    let (needed, examples) = still_needed(registry, plan, lang);
+    if !needed.is_empty() {
+        out.push(if zh { "还需要您提供：".into() } else { "Still needed from you:".into() });
+        out.extend(needed);
+        if !examples.is_empty() {
+            out.push(if zh {
+                format!("您可以直接回复，例如：“{}”，或在表单中填写。", examples.join("，"))
+            } else {
+                format!("Just reply, for example: \"{}\", or fill in the form.", examples.join(", "))
+            });
+        }
+    }
+
+    if out.is_empty() {
+        out.push(if zh { "没有需要执行的任务。".into() } else { "There was nothing to do.".into() });
+    }
+    out.join("\n")
+}
+
+/// The blocked keys as user lines (`- 入住城市（例如：北京）`), and their examples.
+fn still_needed(registry: &Registry, plan: &TaskPlan, lang: Lang) -> (Vec<String>, Vec<String>) {
+    let mut lines = Vec::new();
+    let mut examples = Vec::new();
+    for info in &plan.semantic_info {
+        let task = plan.sub_tasks.iter().find(|t| t.task_id == info.task_id);
+        let agent = registry.get(&info.sub_agent_id);
+        for (key, description) in info.keys.iter().zip(&info.key_descriptions) {
+            let example = agent
+                .and_then(|a| a.keys.iter().find(|k| &k.spec.key == key))
+                .and_then(|k| k.spec.example.as_ref())
+                .map(example_text);
+            let invalid = info.kind == crate::planner::MissKind::Invalid;
+            let purpose = task.map(|t| t.description.as_str()).unwrap_or_default();
+            let line = match (lang, &example, invalid) {
+                (Lang::Zh, Some(ex), false) => format!("- {description}（用于{purpose}，例如：{ex}）"),
+                (Lang::Zh, None, false) => format!("- {description}（用于{purpose}）"),
+                (Lang::Zh, Some(ex), true) => format!("- {description}：您提供的值无法使用，请重新提供（例如：{ex}）"),
+                (Lang::Zh, None, true) => format!("- {description}：您提供的值无法使用，请重新提供"),
+                (Lang::En, Some(ex), false) => format!("- {description} (for: {purpose}; e.g. {ex})"),
+                (Lang::En, None, false) => format!("- {description} (for: {purpose})"),
+                (Lang::En, Some(ex), true) => {
+                    format!("- {description}: the value given cannot be used, please give it again (e.g. {ex})")
+                }
+                (Lang::En, None, true) => {
+                    format!("- {description}: the value given cannot be used, please give it again")
+                }
+            };
+            if !lines.contains(&line) {
+                lines.push(line);
+            }
+            if let Some(ex) = example {
+                if !examples.contains(&ex) {
+                    examples.push(ex);
+                }
+            }
+        }
+    }
+    (lines, examples)
+}
+
+fn example_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The `blocked` event's text: which details are needed, with examples.
+pub fn blocked_text(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String {
+    let (lines, _) = still_needed(registry, plan, lang);
+    let head = match lang {
+        Lang::Zh => "为了继续，还需要您提供：",
+        Lang::En => "To go on, I need:",
+    };
+    format!("{head}\n{}", lines.join("\n"))
+}
+
+/// What the assistant can do, one line per enabled capability card's description.
+fn capabilities(registry: &Registry) -> String {
+    registry.enabled().map(|a| format!("- {}", a.task_description())).collect::<Vec<_>>().join("\n")
+}
+
+/// The direct answer to a simple intent.
+pub fn direct_answer(registry: &Registry, intent: SimpleIntent, lang: Lang) -> String {
+    let caps = capabilities(registry);
+    match (intent, lang) {
+        (SimpleIntent::Greeting, Lang::Zh) => {
+            format!("您好！我是您的智能助理，可以帮您：\n{caps}\n请问有什么可以帮您？")
+        }
+        (SimpleIntent::Greeting, Lang::En) => {
+            format!("Hello! I'm your assistant. I can help you with:\n{caps}\nWhat can I do for you?")
+        }
+        (SimpleIntent::Thanks, Lang::Zh) => "不客气！还有其他需要帮忙的吗？".into(),
+        (SimpleIntent::Thanks, Lang::En) => "You're welcome! Anything else I can help with?".into(),
+        (SimpleIntent::Capabilities, Lang::Zh) => format!("我可以帮您：\n{caps}"),
+        (SimpleIntent::Capabilities, Lang::En) => format!("I can help you with:\n{caps}"),
+        (SimpleIntent::ChitChat, Lang::Zh) => format!("我是您的智能助理，更擅长帮您办事。比如：\n{caps}"),
+        (SimpleIntent::ChitChat, Lang::En) => {
+            format!("I'm your assistant, best at getting things done. For example:\n{caps}")
+        }
+        (_, Lang::Zh) => format!("抱歉，这个问题超出了我能处理的范围。我可以帮您：\n{caps}"),
+        (_, Lang::En) => format!("Sorry, that is outside what I can handle. I can help you with:\n{caps}"),
+    }
+}
+
+/// The text of an `escalated` event.
+pub fn escalation_text(reason: EscalationReason, lang: Lang) -> String {
+    match (reason, lang) {
+        (EscalationReason::UserRequested, Lang::Zh) => "好的，正在为您转接人工客服，请稍候。".into(),
+        (EscalationReason::UserRequested, Lang::En) => {
+            "Sure, I'm handing you over to a human agent. Please hold on.".into()
+        }
+        (EscalationReason::Sensitive, Lang::Zh) => "这个问题需要人工客服来处理，正在为您转接，请稍候。".into(),
+        (EscalationReason::Sensitive, Lang::En) => "A human agent will take this from here. Please hold on.".into(),
+    }
+}

@@ -1,0 +1,8 @@
+//! Integration tests over real sockets: one binary, one module per area.
+
+mod common;
+
+mod api;
+mod chat;
+mod config;
+mod reload;

@@ -1,0 +1,179 @@
+//! Hot reload over real files: add, change, disable an agent; an invalid edit keeps the last good
+//! registry; a Kubernetes-style `..data` symlink swap; the admin endpoint.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::common::*;
+
+fn agent_mut<'a>(cfg: &'a mut Value, id: &str) -> &'a mut Value {
+    cfg["agents"].as_array_mut().unwrap().iter_mut().find(|a| a["id"] == id).unwrap()
+}
+
+#[tokio::test]
+async fn adding_changing_and_disabling_an_agent_is_picked_up() {
+    let app = spawn_app().await;
+    assert_eq!(app.get("/v1/config").await["version"], 1);
+
+    // Add: a second weather agent reached by a new keyword, served by the weather sample.
+    let mut cfg = app.config.clone();
+    let mut extra = agent_mut(&mut cfg, "weather_agent").clone();
+    extra["id"] = json!("air_quality_agent");
+    extra["name"] = json!("空气质量");
+    extra["description"] = json!("查询城市空气质量。");
+    extra["keywords"] = json!(["空气质量", "air quality"]);
+    cfg["agents"].as_array_mut().unwrap().push(extra);
+    app.rewrite(&cfg);
+    app.wait_config(|s| s["version"] == 2).await;
+    let agents = app.get("/v1/agents").await;
+    assert!(agents["agents"].as_array().unwrap().iter().any(|a| a["id"] == "air_quality_agent"));
+    assert_eq!(agents["version"], 2);
+    let events = app.ask("北京空气质量怎么样", None).await;
+    done(&events);
+    assert_eq!(app.calls("weather_agent").len(), 1, "the new card is planned and dispatched");
+    assert_eq!(of_stage(&events, "agent_done")[0]["agent_id"], "air_quality_agent");
+
+    // Change: the weather agent gains a keyword.
+    agent_mut(&mut cfg, "weather_agent")["keywords"].as_array_mut().unwrap().push(json!("下雪"));
+    app.rewrite(&cfg);
+    app.wait_config(|s| s["version"] == 3).await;
+    done(&app.ask("上海会下雪吗", None).await);
+    assert_eq!(app.calls("weather_agent").len(), 2);
+
+    // Disable: no longer planned; the answer says what is possible instead.
+    agent_mut(&mut cfg, "weather_agent")["enabled"] = json!(false);
+    agent_mut(&mut cfg, "air_quality_agent")["enabled"] = json!(false);
+    app.rewrite(&cfg);
+    app.wait_config(|s| s["version"] == 4).await;
+    let events = app.ask("上海会下雪吗", None).await;
+    done(&events);
+    assert!(of_stage(&events, "agent_started").is_empty());
+    assert_eq!(app.calls("weather_agent").len(), 2);
+    let listed = app.get("/v1/agents").await;
+    let weather = listed["agents"].as_array().unwrap().iter().find(|a| a["id"] == "weather_agent").unwrap().clone();
+    assert_eq!(weather["enabled"], false, "disabled agents stay registered");
+
+    // Delete: gone from the registry.
+    cfg["agents"].as_array_mut().unwrap().retain(|a| a["id"] != "air_quality_agent");
+    app.rewrite(&cfg);
+    app.wait_config(|s| s["version"] == 5).await;
+    let listed = app.get("/v1/agents").await;
+    assert!(!listed["agents"].as_array().unwrap().iter().any(|a| a["id"] == "air_quality_agent"));
+}
+
+#[tokio::test]
+async fn an_invalid_edit_keeps_the_last_good_registry() {
+    let app = spawn_app().await;
+    std::fs::write(&app.config_path, "version: 1\nagents:\n  - id: [broken\n").unwrap();
+    let status = app.wait_config(|s| !s["last_error"].is_null()).await;
+    assert_eq!(status["version"], 1, "still serving the last good snapshot");
+    assert!(status["reloads_failed"].as_u64().unwrap() >= 1);
+    assert!(status["last_error"][0]["line"].is_u64(), "{status}");
+    // Still serving.
+    done(&app.ask("上海天气怎么样", None).await);
+    assert_eq!(app.calls("weather_agent").len(), 1);
+
+    // A schema-invalid edit is rejected too, with a pointer.
+    let mut cfg = app.config.clone();
+    cfg["agents"][0]["endpoint"]["protocol"] = json!("smoke-signals");
+    app.rewrite(&cfg);
+    let status = app.wait_config(|s| s["last_error"][0]["pointer"] == "/agents/0/endpoint/protocol").await;
+    assert_eq!(status["version"], 1);
+
+    // The next valid edit is picked up and clears the error.
+    let mut cfg = app.config.clone();
+    cfg["supervisor"]["max_parallel_tasks"] = json!(4);
+    app.rewrite(&cfg);
+    let status = app.wait_config(|s| s["version"] == 2).await;
+    assert!(status["last_error"].is_null());
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_kubernetes_style_data_symlink_swap_is_picked_up() {
+    use std::os::unix::fs::symlink;
+
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    // Lay out a ConfigMap volume: ..<ts>/files, ..data -> ..<ts>, names -> ..data/name.
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    let v1 = r.join("..2026_11_23_v1");
+    std::fs::create_dir(&v1).unwrap();
+    copy_support_files(&v1);
+    write_config(&v1.join("agents_config.yaml"), &app.config);
+    symlink("..2026_11_23_v1", r.join("..data")).unwrap();
+    for name in ["agents_config.yaml", "widgets_map.json", "schemas"] {
+        symlink(Path::new("..data").join(name), r.join(name)).unwrap();
+    }
+    let state = switchboard::app::build_state(
+        &r.join("agents_config.yaml"),
+        switchboard::app::AppOptions { hot_reload: true, admin_token: None },
+    )
+    .unwrap();
+    assert_eq!(state.supervisor.registry.load().version, 1);
+
+    // The kubelet writes a new timestamped dir, points ..data_tmp at it and renames over ..data.
+    let v2 = r.join("..2026_11_23_v2");
+    std::fs::create_dir(&v2).unwrap();
+    copy_support_files(&v2);
+    let mut cfg = app.config.clone();
+    agent_mut(&mut cfg, "hotel_agent")["enabled"] = json!(false);
+    write_config(&v2.join("agents_config.yaml"), &cfg);
+    symlink("..2026_11_23_v2", r.join("..data_tmp")).unwrap();
+    std::fs::rename(r.join("..data_tmp"), r.join("..data")).unwrap();
+    std::fs::remove_dir_all(&v1).unwrap();
+
+    for _ in 0..200 {
+        if state.supervisor.registry.load().version == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    let reg = state.supervisor.registry.load();
+    assert_eq!(reg.version, 2, "the swap was picked up");
+    assert!(!reg.get("hotel_agent").unwrap().spec.enabled);
+}
+
+#[tokio::test]
+async fn a_request_keeps_its_snapshot_across_a_reload() {
+    use std::time::Duration;
+    let mut options = std::collections::HashMap::new();
+    options.insert("weather_agent", switchboard::demo::SampleOptions { delay: Duration::from_millis(400) });
+    let app = spawn_app_with(Setup { options, hot_reload: true }, |_| {}).await;
+    let asking = app.ask("上海天气怎么样", None);
+    let reload = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut cfg = app.config.clone();
+        agent_mut(&mut cfg, "weather_agent")["enabled"] = json!(false);
+        app.rewrite(&cfg);
+        app.wait_config(|s| s["version"] == 2).await;
+    };
+    let (events, ()) = tokio::join!(asking, reload);
+    let done = done(&events);
+    assert_eq!(of_stage(&events, "agent_done").len(), 1, "the in-flight request finished on its snapshot: {done}");
+}
+
+#[tokio::test]
+async fn the_admin_endpoint_reloads_with_a_token() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let url = format!("{}/v1/admin/reload", app.base);
+    let resp = app.client.post(&url).send().await.unwrap();
+    assert_eq!(resp.status(), 401);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "unauthorized");
+    // No watcher in this app: the admin reload reports that it is unavailable.
+    let resp = app.client.post(&url).bearer_auth("test-admin").send().await.unwrap();
+    assert_eq!(resp.status(), 503);
+
+    let app = spawn_app().await;
+    let mut cfg = app.config.clone();
+    cfg["supervisor"]["max_parallel_tasks"] = json!(3);
+    // Write without waiting for the watcher, then force the reload.
+    app.rewrite(&cfg);
+    let resp = app.client.post(format!("{}/v1/admin/reload", app.base)).bearer_auth("test-admin").send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let outcome: Value = resp.json().await.unwrap();
+    assert!(matches!(outcome["outcome"].as_str(), Some("swapped" | "unchanged")), "{outcome}");
+    assert_eq!(app.wait_config(|s| s["version"] == 2).await["version"], 2);
+}
