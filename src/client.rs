@@ -62,7 +62,8 @@ pub async fn ask(query: &str, opts: &AskOptions, out: &mut (dyn Write + Send)) -
     }
     let mut thread_id = opts.thread_id.clone().unwrap_or_default();
     let mut events = resp.bytes_stream().eventsource();
-    let mut in_delta = false;
+    // Inside a run of deltas whose last one did not end a line.
+    let mut open_line = false;
     while let Some(ev) = events.next().await {
         let ev = ev.map_err(|e| ClientError::Stream(e.to_string()))?;
         let data: Value = serde_json::from_str(&ev.data).map_err(|e| ClientError::Stream(e.to_string()))?;
@@ -71,17 +72,21 @@ pub async fn ask(query: &str, opts: &AskOptions, out: &mut (dyn Write + Send)) -
         }
         let content = data["content"].as_str().unwrap_or_default();
         let stage = data["stage"].as_str().unwrap_or_default();
-        if stage != "agent_delta" && in_delta {
+        if stage != "agent_delta" && open_line {
             writeln!(out)?;
-            in_delta = false;
+            open_line = false;
         }
         match stage {
             "agent_delta" => {
-                if !in_delta {
-                    write!(out, "    ")?;
-                    in_delta = true;
+                // Deltas may be tokens or sentences: print them as they come; a sentence ends a line.
+                if !open_line {
+                    write!(out, "    … ")?;
                 }
                 write!(out, "{content}")?;
+                open_line = !content.ends_with(['。', '.', '!', '！', '?', '？', '…']);
+                if !open_line {
+                    writeln!(out)?;
+                }
             }
             "agent_started" => writeln!(out, "  ▸ {content}")?,
             "agent_done" => writeln!(out, "  ✓ {content}")?,
@@ -114,7 +119,7 @@ pub async fn ask(query: &str, opts: &AskOptions, out: &mut (dyn Write + Send)) -
         }
         out.flush()?;
     }
-    if in_delta {
+    if open_line {
         writeln!(out)?;
     }
     writeln!(out, "\n(thread {thread_id}: continue with --thread {thread_id})")?;

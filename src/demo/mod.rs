@@ -261,12 +261,14 @@ fn flight(inputs: &Map<String, Value>, zh: bool) -> Result<Value, String> {
         _ => ("合作航空公司", "Partner Airline"),
     };
     const ROUTES: [(&str, &str, &str, &str); 4] = [
-        ("北京首都国际机场", "广州白云国际机场", "Beijing Capital", "Guangzhou Baiyun"),
         ("上海浦东国际机场", "深圳宝安国际机场", "Shanghai Pudong", "Shenzhen Bao'an"),
         ("成都天府国际机场", "北京大兴国际机场", "Chengdu Tianfu", "Beijing Daxing"),
+        ("北京首都国际机场", "广州白云国际机场", "Beijing Capital", "Guangzhou Baiyun"),
         ("杭州萧山国际机场", "西安咸阳国际机场", "Hangzhou Xiaoshan", "Xi'an Xianyang"),
     ];
-    let route = ROUTES[(s % 4) as usize];
+    // The route follows the flight number (CA1234 lands at Guangzhou Baiyun, as in the demo query).
+    let number: u64 = no[2..].parse().unwrap_or(s);
+    let route = ROUTES[(number % 4) as usize];
     let (hour, minute) = (8 + (s / 7 % 13), (s / 3 % 12) * 5);
     let arrival = format!("{}T{hour:02}:{minute:02}", today());
     let terminal = format!("T{}", 1 + s % 3);

@@ -387,7 +387,9 @@ fn plan_message(tasks: &[SubTask], lang: Lang) -> String {
             if !runnable.is_empty() {
                 s = format!("好的，我来为您处理：{}。", runnable.join("；"));
             }
-            if blocked > 0 {
+            if blocked > 0 && runnable.is_empty() {
+                s.push_str("还需要您补充一些信息才能继续。");
+            } else if blocked > 0 {
                 s.push_str(&format!("另有 {blocked} 项还需要您补充一些信息。"));
             }
             s
@@ -401,7 +403,11 @@ fn plan_message(tasks: &[SubTask], lang: Lang) -> String {
                 if !s.is_empty() {
                     s.push(' ');
                 }
-                s.push_str(&format!("{blocked} more step(s) need a few details from you."));
+                s.push_str(&if runnable.is_empty() {
+                    "I need a few details from you first.".to_string()
+                } else {
+                    format!("{blocked} more step(s) need a few details from you.")
+                });
             }
             s
         }

@@ -70,6 +70,10 @@ pub fn summary(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String {
 fn still_needed(registry: &Registry, plan: &TaskPlan, lang: Lang) -> (Vec<String>, Vec<String>) {
     let mut lines = Vec::new();
     let mut examples = Vec::new();
+    // Name the sub-task a key is for only when several sub-tasks are asking.
+    let mut asking: Vec<&str> = plan.semantic_info.iter().map(|i| i.task_id.as_str()).collect();
+    asking.dedup();
+    let several = asking.len() > 1;
     for info in &plan.semantic_info {
         let task = plan.sub_tasks.iter().find(|t| t.task_id == info.task_id);
         let agent = registry.get(&info.sub_agent_id);
@@ -79,14 +83,26 @@ fn still_needed(registry: &Registry, plan: &TaskPlan, lang: Lang) -> (Vec<String
                 .and_then(|k| k.spec.example.as_ref())
                 .map(example_text);
             let invalid = info.kind == crate::planner::MissKind::Invalid;
-            let purpose = task.map(|t| t.description.as_str()).unwrap_or_default();
+            let purpose = task.filter(|_| several).map(|t| t.description.as_str());
             let line = match (lang, &example, invalid) {
-                (Lang::Zh, Some(ex), false) => format!("- {description}（用于{purpose}，例如：{ex}）"),
-                (Lang::Zh, None, false) => format!("- {description}（用于{purpose}）"),
+                (Lang::Zh, Some(ex), false) => match purpose {
+                    Some(p) => format!("- {description}（用于{p}，例如：{ex}）"),
+                    None => format!("- {description}（例如：{ex}）"),
+                },
+                (Lang::Zh, None, false) => match purpose {
+                    Some(p) => format!("- {description}（用于{p}）"),
+                    None => format!("- {description}"),
+                },
                 (Lang::Zh, Some(ex), true) => format!("- {description}：您提供的值无法使用，请重新提供（例如：{ex}）"),
                 (Lang::Zh, None, true) => format!("- {description}：您提供的值无法使用，请重新提供"),
-                (Lang::En, Some(ex), false) => format!("- {description} (for: {purpose}; e.g. {ex})"),
-                (Lang::En, None, false) => format!("- {description} (for: {purpose})"),
+                (Lang::En, Some(ex), false) => match purpose {
+                    Some(p) => format!("- {description} (for: {p}; e.g. {ex})"),
+                    None => format!("- {description} (e.g. {ex})"),
+                },
+                (Lang::En, None, false) => match purpose {
+                    Some(p) => format!("- {description} (for: {p})"),
+                    None => format!("- {description}"),
+                },
                 (Lang::En, Some(ex), true) => {
                     format!("- {description}: the value given cannot be used, please give it again (e.g. {ex})")
                 }
