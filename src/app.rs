@@ -35,19 +35,21 @@ pub enum StartError {
 /// Options of [`build_state`].
 #[derive(Debug, Clone, Default)]
 pub struct AppOptions {
-    /// Watch the config and reload on change / `SIGHUP` / admin request.
-    pub hot_reload: bool,
+    /// Reload when the config files change. `SIGHUP` and `POST /v1/admin/reload` reload either
+    /// way.
+    pub watch_files: bool,
     /// Bearer token of `/v1/admin/*` (`SWITCHBOARD_ADMIN_TOKEN`).
     pub admin_token: Option<String>,
 }
 
-/// Loads the config at `config` and builds the state `api::router` serves.
+/// Loads the config at `config`, starts its reload loop and builds the state `api::router`
+/// serves. Call from within a Tokio runtime.
 ///
 /// # Errors
 /// [`StartError::Config`] with every config error; [`StartError::Reload`] if watching fails.
 pub fn build_state(config: &Path, opts: AppOptions) -> Result<AppState, StartError> {
     let registry = Arc::new(RegistryHandle::open(config)?);
-    let reloader = if opts.hot_reload { Some(reload::spawn(registry.clone(), config.to_path_buf())?) } else { None };
+    let reloader = reload::spawn(registry.clone(), config.to_path_buf(), opts.watch_files)?;
     Ok(AppState {
         supervisor: Supervisor::new(registry),
         reloader,

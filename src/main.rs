@@ -24,6 +24,9 @@ enum Command {
         /// Address to listen on.
         #[arg(long, env = "SWITCHBOARD_LISTEN", default_value = "127.0.0.1:8080")]
         listen: String,
+        /// Do not watch the config files (reload only on SIGHUP or POST /v1/admin/reload).
+        #[arg(long)]
+        no_watch: bool,
     },
     /// Start the supervisor and the sample sub-agents of the repo's config, in one process.
     Demo {
@@ -127,9 +130,10 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             switchboard::client::ask(&query, &opts, &mut std::io::stdout()).await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Serve { config, listen } => {
+        Command::Serve { config, listen, no_watch } => {
             init_logging();
-            let state = app::build_state(&config, options()).map_err(print_start_error)?;
+            let opts = AppOptions { watch_files: !no_watch, ..options() };
+            let state = app::build_state(&config, opts).map_err(print_start_error)?;
             let listener = app::bind(&listen).await?;
             tracing::info!(addr = ?app::local_addr(&listener), config = %config.display(), "switchboard serving");
             app::serve(listener, state, app::shutdown_signal()).await.context("server failed")?;
@@ -153,7 +157,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
 }
 
 fn options() -> AppOptions {
-    AppOptions { hot_reload: true, admin_token: std::env::var("SWITCHBOARD_ADMIN_TOKEN").ok() }
+    AppOptions { watch_files: true, admin_token: std::env::var("SWITCHBOARD_ADMIN_TOKEN").ok() }
 }
 
 fn validate(path: &std::path::Path) -> ExitCode {

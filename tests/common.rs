@@ -63,12 +63,12 @@ pub struct Setup {
     /// Per-agent sample options (e.g. delays).
     pub options: HashMap<&'static str, SampleOptions>,
     /// Watch the config.
-    pub hot_reload: bool,
+    pub watch_files: bool,
 }
 
 /// The five sample agents and a supervisor on the repo's config (hot reload on).
 pub async fn spawn_app() -> TestApp {
-    spawn_app_with(Setup { hot_reload: true, ..Default::default() }, |_| {}).await
+    spawn_app_with(Setup { watch_files: true, ..Default::default() }, |_| {}).await
 }
 
 /// Like [`spawn_app`], with sample options and a last edit of the config before it is written.
@@ -91,9 +91,11 @@ pub async fn spawn_app_with(setup: Setup, edit: impl FnOnce(&mut Value)) -> Test
     edit(&mut config);
     let config_path = dir.path().join("agents_config.yaml");
     write_config(&config_path, &config);
-    let state =
-        build_state(&config_path, AppOptions { hot_reload: setup.hot_reload, admin_token: Some("test-admin".into()) })
-            .unwrap_or_else(|e| panic!("test config invalid: {e}"));
+    let state = build_state(
+        &config_path,
+        AppOptions { watch_files: setup.watch_files, admin_token: Some("test-admin".into()) },
+    )
+    .unwrap_or_else(|e| panic!("test config invalid: {e}"));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let router = api::router(state.clone());

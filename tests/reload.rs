@@ -108,7 +108,7 @@ async fn a_kubernetes_style_data_symlink_swap_is_picked_up() {
     }
     let state = switchboard::app::build_state(
         &r.join("agents_config.yaml"),
-        switchboard::app::AppOptions { hot_reload: true, admin_token: None },
+        switchboard::app::AppOptions { watch_files: true, admin_token: None },
     )
     .unwrap();
     assert_eq!(state.supervisor.registry.load().version, 1);
@@ -140,7 +140,7 @@ async fn a_request_keeps_its_snapshot_across_a_reload() {
     use std::time::Duration;
     let mut options = std::collections::HashMap::new();
     options.insert("weather_agent", switchboard::demo::SampleOptions { delay: Duration::from_millis(400) });
-    let app = spawn_app_with(Setup { options, hot_reload: true }, |_| {}).await;
+    let app = spawn_app_with(Setup { options, watch_files: true }, |_| {}).await;
     let asking = app.ask("上海天气怎么样", None);
     let reload = async {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -156,24 +156,41 @@ async fn a_request_keeps_its_snapshot_across_a_reload() {
 
 #[tokio::test]
 async fn the_admin_endpoint_reloads_with_a_token() {
+    // No file watching: only the explicit request reloads.
     let app = spawn_app_with(Setup::default(), |_| {}).await;
     let url = format!("{}/v1/admin/reload", app.base);
     let resp = app.client.post(&url).send().await.unwrap();
     assert_eq!(resp.status(), 401);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["error"]["code"], "unauthorized");
-    // No watcher in this app: the admin reload reports that it is unavailable.
-    let resp = app.client.post(&url).bearer_auth("test-admin").send().await.unwrap();
-    assert_eq!(resp.status(), 503);
+    let resp = app.client.post(&url).bearer_auth("wrong").send().await.unwrap();
+    assert_eq!(resp.status(), 401);
 
-    let app = spawn_app().await;
+    let resp = app.client.post(&url).bearer_auth("test-admin").send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.json::<Value>().await.unwrap()["version"], 1);
+
     let mut cfg = app.config.clone();
     cfg["supervisor"]["max_parallel_tasks"] = json!(3);
-    // Write without waiting for the watcher, then force the reload.
     app.rewrite(&cfg);
-    let resp = app.client.post(format!("{}/v1/admin/reload", app.base)).bearer_auth("test-admin").send().await.unwrap();
+    let resp = app.client.post(&url).bearer_auth("test-admin").send().await.unwrap();
     assert_eq!(resp.status(), 200);
     let outcome: Value = resp.json().await.unwrap();
+    // `unchanged` only if the SIGHUP test of this same process reloaded first.
     assert!(matches!(outcome["outcome"].as_str(), Some("swapped" | "unchanged")), "{outcome}");
-    assert_eq!(app.wait_config(|s| s["version"] == 2).await["version"], 2);
+    assert_eq!(outcome["version"], 2);
+    assert_eq!(app.get("/v1/config").await["version"], 2);
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn sighup_reloads() {
+    // No file watching: the signal alone triggers the reload.
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let mut cfg = app.config.clone();
+    cfg["supervisor"]["max_parallel_tasks"] = json!(2);
+    app.rewrite(&cfg);
+    let status = std::process::Command::new("kill").args(["-HUP", &std::process::id().to_string()]).status().unwrap();
+    assert!(status.success());
+    app.wait_config(|s| s["version"] == 2).await;
 }

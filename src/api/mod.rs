@@ -27,8 +27,8 @@ pub const MAX_BODY_BYTES: usize = 256 * 1024;
 pub struct AppState {
     /// The pipeline.
     pub supervisor: Supervisor,
-    /// The reload loop, when hot reload runs.
-    pub reloader: Option<Reloader>,
+    /// The reload loop.
+    pub reloader: Reloader,
     /// Bearer token for `/v1/admin/*`; admin endpoints answer 403 when unset.
     pub admin_token: Option<Arc<str>>,
 }
@@ -99,7 +99,7 @@ async fn config_status(State(state): State<AppState>) -> Json<Value> {
         "path": reg.path.display().to_string(),
         "agents": reg.agents().len(),
         "enabled_agents": reg.enabled().count(),
-        "hot_reload": state.reloader.is_some(),
+        "watching_files": state.reloader.watching(),
         "reloads_ok": status.reloads_ok,
         "reloads_failed": status.reloads_failed,
         "last_attempt_at": status.last_attempt_at,
@@ -142,8 +142,12 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 async fn admin_reload(State(state): State<AppState>, headers: HeaderMap) -> Result<Json<ReloadOutcome>, ApiError> {
     check_admin(&state, &headers)?;
-    let reloader = state.reloader.as_ref().ok_or_else(|| ApiError::Unavailable("hot reload is not running".into()))?;
-    reloader.reload("admin").await.map(Json).ok_or_else(|| ApiError::Unavailable("the reload loop stopped".into()))
+    state
+        .reloader
+        .reload("admin")
+        .await
+        .map(Json)
+        .ok_or_else(|| ApiError::Unavailable("the reload loop stopped".into()))
 }
 
 async fn readyz(State(state): State<AppState>) -> Json<Value> {

@@ -43,6 +43,7 @@ pub enum ReloadError {
 #[derive(Debug, Clone)]
 pub struct Reloader {
     tx: mpsc::UnboundedSender<ReloadRequest>,
+    watching: bool,
 }
 
 impl Reloader {
@@ -52,42 +53,57 @@ impl Reloader {
         self.tx.send(ReloadRequest { cause, reply: Some(reply) }).ok()?;
         rx.await.ok()
     }
+
+    /// `true` when file changes trigger reloads (not only `SIGHUP` and explicit requests).
+    pub fn watching(&self) -> bool {
+        self.watching
+    }
 }
 
-/// Starts the reload loop for the config at `path`: file watching, `SIGHUP` (Unix), and the
-/// returned [`Reloader`] for explicit requests. Runs until the runtime shuts down.
+/// Starts the reload loop for the config at `path`: file watching (when `watch_files`), `SIGHUP`
+/// (Unix), and the returned [`Reloader`] for explicit requests. Runs until the runtime shuts
+/// down. Call from within a Tokio runtime.
 ///
 /// # Errors
 /// [`ReloadError`] when the file watcher cannot be created.
-pub fn spawn(handle: Arc<RegistryHandle>, path: PathBuf) -> Result<Reloader, ReloadError> {
+pub fn spawn(handle: Arc<RegistryHandle>, path: PathBuf, watch_files: bool) -> Result<Reloader, ReloadError> {
     let path = std::path::absolute(&path).unwrap_or(path);
     let (tx, mut rx) = mpsc::unbounded_channel::<ReloadRequest>();
     let (fs_tx, mut fs_rx) = mpsc::unbounded_channel::<Vec<PathBuf>>();
-    let mut debouncer = new_debouncer(DEBOUNCE, move |res: DebounceEventResult| match res {
-        Ok(events) => {
-            let _ = fs_tx.send(events.into_iter().map(|e| e.path).collect());
-        }
-        Err(e) => tracing::warn!(error = %e, "config watcher error"),
-    })?;
+    let mut debouncer = if watch_files {
+        Some(new_debouncer(DEBOUNCE, move |res: DebounceEventResult| match res {
+            Ok(events) => {
+                let _ = fs_tx.send(events.into_iter().map(|e| e.path).collect());
+            }
+            Err(e) => tracing::warn!(error = %e, "config watcher error"),
+        })?)
+    } else {
+        None
+    };
 
     let mut watched: BTreeSet<PathBuf> = BTreeSet::new();
-    rewatch(debouncer.watcher(), &mut watched, &watch_dirs(&path, &handle.load().sources));
-
-    #[cfg(unix)]
-    {
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            use tokio::signal::unix::{signal, SignalKind};
-            let Ok(mut hup) = signal(SignalKind::hangup()) else { return };
-            while hup.recv().await.is_some() {
-                if tx.send(ReloadRequest { cause: "sighup", reply: None }).is_err() {
-                    break;
-                }
-            }
-        });
+    if let Some(d) = debouncer.as_mut() {
+        rewatch(d.watcher(), &mut watched, &watch_dirs(&path, &handle.load().sources));
     }
 
-    let reloader = Reloader { tx };
+    // Registered before returning, so a SIGHUP sent right after start is not the default action
+    // (terminate).
+    #[cfg(unix)]
+    match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        Ok(mut hup) => {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                while hup.recv().await.is_some() {
+                    if tx.send(ReloadRequest { cause: "sighup", reply: None }).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot listen for SIGHUP"),
+    }
+
+    let reloader = Reloader { tx, watching: watch_files };
     tokio::spawn(async move {
         let mut last_failed = false;
         loop {
@@ -114,8 +130,8 @@ pub fn spawn(handle: Arc<RegistryHandle>, path: PathBuf) -> Result<Reloader, Rel
             };
             last_failed = matches!(outcome, ReloadOutcome::Rejected { .. });
             log_outcome(req.cause, &outcome);
-            if matches!(outcome, ReloadOutcome::Swapped { .. }) {
-                rewatch(debouncer.watcher(), &mut watched, &watch_dirs(&path, &handle.load().sources));
+            if let (ReloadOutcome::Swapped { .. }, Some(d)) = (&outcome, debouncer.as_mut()) {
+                rewatch(d.watcher(), &mut watched, &watch_dirs(&path, &handle.load().sources));
             }
             if let Some(reply) = req.reply {
                 let _ = reply.send(outcome);
