@@ -48,7 +48,7 @@ async fn run() {
     }
     let path = dir.path().join("agents_config.yaml");
     std::fs::write(&path, serde_yaml_ng::to_string(&config).expect("yaml")).expect("write");
-    let state = build_state(&path, AppOptions::default()).expect("state");
+    let state = build_state(&path, AppOptions::default()).await.expect("state");
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     tokio::spawn(async move { axum::serve(listener, switchboard::api::router(state)).await });

@@ -11,6 +11,7 @@ use crate::config::ConfigErrors;
 use crate::demo::{spawn_sample_agent, SampleAgentHandle, SampleAgentKind, SampleOptions};
 use crate::registry::RegistryHandle;
 use crate::reload::{self, ReloadError};
+use crate::session::{open_backend, SessionStore, StoreError};
 use crate::supervisor::Supervisor;
 
 /// Why the service could not start.
@@ -22,6 +23,9 @@ pub enum StartError {
     /// Hot reload could not start.
     #[error(transparent)]
     Reload(#[from] ReloadError),
+    /// The session store could not be opened.
+    #[error("session store: {0}")]
+    Store(#[from] StoreError),
     /// A listener could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Listen {
@@ -33,8 +37,12 @@ pub enum StartError {
 }
 
 /// Options of [`build_state`].
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct AppOptions {
+    /// Session store URL: `memory://`, `sqlite://PATH`, `redis://HOST:PORT`.
+    pub store: String,
+    /// Sessions expire this long after their last turn.
+    pub session_ttl: std::time::Duration,
     /// Reload when the config files change. `SIGHUP` and `POST /v1/admin/reload` reload either
     /// way.
     pub watch_files: bool,
@@ -42,16 +50,31 @@ pub struct AppOptions {
     pub admin_token: Option<String>,
 }
 
-/// Loads the config at `config`, starts its reload loop and builds the state `api::router`
-/// serves. Call from within a Tokio runtime.
+impl Default for AppOptions {
+    /// In-memory sessions (24 h), no file watching, no admin token.
+    fn default() -> Self {
+        Self {
+            store: "memory://".into(),
+            session_ttl: std::time::Duration::from_secs(24 * 3600),
+            watch_files: false,
+            admin_token: None,
+        }
+    }
+}
+
+/// Loads the config at `config`, opens the session store, starts the reload loop and builds the
+/// state `api::router` serves. Call from within a Tokio runtime.
 ///
 /// # Errors
-/// [`StartError::Config`] with every config error; [`StartError::Reload`] if watching fails.
-pub fn build_state(config: &Path, opts: AppOptions) -> Result<AppState, StartError> {
+/// [`StartError::Config`] with every config error; [`StartError::Store`] when the session store
+/// cannot be opened; [`StartError::Reload`] if watching fails.
+pub async fn build_state(config: &Path, opts: AppOptions) -> Result<AppState, StartError> {
     let registry = Arc::new(RegistryHandle::open(config)?);
+    let backend = open_backend(&opts.store).await?;
+    let sessions = Arc::new(SessionStore::new(backend, opts.session_ttl));
     let reloader = reload::spawn(registry.clone(), config.to_path_buf(), opts.watch_files)?;
     Ok(AppState {
-        supervisor: Supervisor::new(registry),
+        supervisor: Supervisor::new(registry, sessions),
         reloader,
         admin_token: opts.admin_token.filter(|t| !t.is_empty()).map(Into::into),
     })

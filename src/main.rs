@@ -27,6 +27,8 @@ enum Command {
         /// Do not watch the config files (reload only on SIGHUP or POST /v1/admin/reload).
         #[arg(long)]
         no_watch: bool,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Start the supervisor and the sample sub-agents of the repo's config, in one process.
     Demo {
@@ -36,6 +38,8 @@ enum Command {
         /// Address of the supervisor.
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: String,
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Validate a config: print every error and exit 1, or a summary and exit 0.
     Validate {
@@ -68,6 +72,17 @@ enum Command {
     },
     /// Print the JSON Schema of agents_config.yaml.
     Schema,
+}
+
+#[derive(clap::Args)]
+struct StoreArgs {
+    /// Session store: sqlite://PATH (durable, the default), redis://HOST:PORT (shared by
+    /// replicas) or memory:// (lost on exit).
+    #[arg(long, env = "SWITCHBOARD_STORE", default_value = "sqlite://switchboard-sessions.db")]
+    store: String,
+    /// Sessions expire this long after their last turn (e.g. 24h, 7d).
+    #[arg(long, env = "SWITCHBOARD_SESSION_TTL", default_value = "24h", value_parser = humantime::parse_duration)]
+    session_ttl: std::time::Duration,
 }
 
 fn parse_slot(s: &str) -> Result<(String, String), String> {
@@ -130,18 +145,21 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             switchboard::client::ask(&query, &opts, &mut std::io::stdout()).await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Serve { config, listen, no_watch } => {
+        Command::Serve { config, listen, no_watch, store } => {
             init_logging();
-            let opts = AppOptions { watch_files: !no_watch, ..options() };
-            let state = app::build_state(&config, opts).map_err(print_start_error)?;
+            let opts = AppOptions { watch_files: !no_watch, ..options(store) };
+            let state = app::build_state(&config, opts).await.map_err(print_start_error)?;
             let listener = app::bind(&listen).await?;
-            tracing::info!(addr = ?app::local_addr(&listener), config = %config.display(), "switchboard serving");
+            let addr = app::local_addr(&listener).map(|a| a.to_string()).unwrap_or(listen);
+            tracing::info!(%addr, config = %config.display(), store = state.supervisor.sessions.kind(), "switchboard serving");
+            // One machine-readable line on stdout: tests and scripts read the bound address.
+            println!("switchboard listening on http://{addr}");
             app::serve(listener, state, app::shutdown_signal()).await.context("server failed")?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Demo { config, listen } => {
+        Command::Demo { config, listen, store } => {
             init_logging();
-            let state = app::build_state(&config, options()).map_err(print_start_error)?;
+            let state = app::build_state(&config, options(store)).await.map_err(print_start_error)?;
             let agents = app::spawn_demo_agents(&state).await?;
             let listener = app::bind(&listen).await?;
             let addr = app::local_addr(&listener).map(|a| a.to_string()).unwrap_or(listen);
@@ -156,8 +174,13 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn options() -> AppOptions {
-    AppOptions { watch_files: true, admin_token: std::env::var("SWITCHBOARD_ADMIN_TOKEN").ok() }
+fn options(store: StoreArgs) -> AppOptions {
+    AppOptions {
+        store: store.store,
+        session_ttl: store.session_ttl,
+        watch_files: true,
+        admin_token: std::env::var("SWITCHBOARD_ADMIN_TOKEN").ok(),
+    }
 }
 
 fn validate(path: &std::path::Path) -> ExitCode {

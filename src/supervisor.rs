@@ -1,20 +1,28 @@
-//! The turn pipeline (DESIGN.md section 4): session load -> intent -> direct answer or plan ->
-//! semantic-key check -> DAG execution -> summarize -> session save, one stage event per arrow.
+//! The turn pipeline (DESIGN.md sections 4 and 7): session load -> intent (+ rewrite with memory)
+//! -> direct answer, cancel, escalation or plan -> semantic-key check -> DAG execution ->
+//! summarize -> session save, one stage event per arrow.
 //!
 //! [`Supervisor::start_turn`] returns at once with the turn's event receiver; the turn runs in its
 //! own task, so a client that disconnects does not cut it short: its results are still saved.
+//! The conversation lifecycle lives here because it needs the clock and the settings: pending
+//! clarifications expire after `clarification_timeout`, are asked for at most
+//! `max_clarification_rounds` times, and `escalate_after_failures` failed turns in a row hand the
+//! user to a human.
 //! **Invariant:** the stream ends with exactly one `done` event, even if the turn task panics.
 
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
 use crate::events::{EventSink, Stage, StageEvent};
 use crate::executor::{Executor, TurnContext};
-use crate::planner::{self, Decision, Lang, TaskStatus, TurnInput};
-use crate::registry::RegistryHandle;
+use crate::planner::{
+    self, Decision, EscalationReason, Lang, PlanMode, Previous, SubTask, TaskPlan, TaskStatus, TurnInput,
+};
+use crate::registry::{Registry, RegistryHandle};
 use crate::session::{PendingClarification, Session, SessionStore, Turn};
 use crate::summarize;
 
@@ -63,10 +71,17 @@ pub fn session_id(user_id: &str, thread_id: &str) -> String {
     format!("sess_{hex}")
 }
 
+fn pick(lang: Lang, zh: &str, en: &str) -> String {
+    match lang {
+        Lang::Zh => zh.to_string(),
+        Lang::En => en.to_string(),
+    }
+}
+
 impl Supervisor {
-    /// A supervisor over `registry` with an in-memory session store.
-    pub fn new(registry: Arc<RegistryHandle>) -> Self {
-        Self { registry, sessions: Arc::new(SessionStore::new()), executor: Executor::default() }
+    /// A supervisor over `registry` and `sessions`.
+    pub fn new(registry: Arc<RegistryHandle>, sessions: Arc<SessionStore>) -> Self {
+        Self { registry, sessions, executor: Executor::default() }
     }
 
     /// Starts a turn in its own task and returns its event stream.
@@ -86,10 +101,11 @@ impl Supervisor {
                 tracing::error!(error = %e, "turn task failed");
             }
             if !sink.is_done() {
-                let text = match lang {
-                    Lang::Zh => "抱歉，处理您的请求时出现了问题，请稍后再试。",
-                    Lang::En => "Sorry, something went wrong while handling your request. Please try again.",
-                };
+                let text = pick(
+                    lang,
+                    "抱歉，处理您的请求时出现了问题，请稍后再试。",
+                    "Sorry, something went wrong while handling your request. Please try again.",
+                );
                 sink.emit(StageEvent::new(Stage::Error, text));
             }
         });
@@ -98,93 +114,202 @@ impl Supervisor {
 
     async fn run_turn(&self, req: TurnRequest, thread_id: String, sink: EventSink) {
         let registry = self.registry.load();
-        let mut session = self.sessions.open(&req.user_id, &thread_id).await;
         let lang = Lang::detect(&req.query);
-        let zh = lang == Lang::Zh;
+        let mut guard = match self.sessions.open(&req.user_id, &thread_id).await {
+            Ok(g) => g,
+            Err(e) => {
+                tracing::error!(error = %e, thread = %thread_id, "session store failed");
+                let text = pick(
+                    lang,
+                    "抱歉，会话服务暂时不可用，请稍后再试。",
+                    "Sorry, conversations are unavailable right now. Please try again later.",
+                );
+                sink.emit(
+                    StageEvent::new(Stage::Error, text)
+                        .state("error", json!({ "code": "session_store", "message": e.to_string() })),
+                );
+                return;
+            }
+        };
+        let answer = self.converse(&registry, &req, &thread_id, &mut guard.session, lang, &sink).await;
+        let turn = Turn {
+            turn_id: uuid::Uuid::new_v4().simple().to_string(),
+            query: req.query,
+            answer,
+            at: Utc::now().to_rfc3339(),
+        };
+        guard.session.push_turn(turn, registry.settings.memory_max_history as usize);
+        if let Err(e) = guard.save().await {
+            tracing::error!(error = %e, thread = %thread_id, "session save failed");
+        }
+    }
+
+    /// Runs the pipeline on a locked session and returns the text of the `done` event.
+    async fn converse(
+        &self,
+        registry: &Registry,
+        req: &TurnRequest,
+        thread_id: &str,
+        session: &mut Session,
+        lang: Lang,
+        sink: &EventSink,
+    ) -> String {
         sink.emit(StageEvent::new(
             Stage::IntentStarted,
-            if zh { "正在理解您的需求…" } else { "Understanding your request…" },
+            pick(lang, "正在理解您的需求…", "Understanding your request…"),
         ));
+        let now = Utc::now();
+        let settings = &registry.settings;
 
+        // A clarification past its timeout is dropped before planning; the user is told.
+        let expired = session.pending.as_ref().is_some_and(|p| {
+            DateTime::parse_from_rfc3339(&p.expires_at).map(|t| t.with_timezone(&Utc) <= now).unwrap_or(false)
+        });
+        if expired {
+            session.pending = None;
+        }
+        let pending_before = session.pending.clone();
+        let previous_intent = session.current_intent.clone();
+        let previous_query = session.current_query.clone();
         let plan_id = format!("plan_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-        let pending = session.pending.as_ref().map(|p| p.tasks.clone());
         let turn = planner::plan_turn(
-            &registry,
+            registry,
             TurnInput {
                 query: &req.query,
                 slots: &req.slots,
                 session_slots: &session.slots,
-                pending: pending.as_deref(),
+                pending: pending_before.as_ref().map(|p| p.tasks.as_slice()),
+                previous: (!previous_intent.is_empty())
+                    .then_some(Previous { intent: &previous_intent, query: &previous_query }),
                 today: chrono::Local::now().date_naive(),
                 plan_id: &plan_id,
             },
         );
-        let intent_text = match (&turn.decision, zh) {
-            (Decision::Plan { resumed: true, .. }, true) => "收到，继续处理您之前的请求。".to_string(),
-            (Decision::Plan { resumed: true, .. }, false) => "Got it, continuing your earlier request.".to_string(),
-            (Decision::Plan { plan, .. }, true) => format!("识别到 {} 项需求。", plan.total_tasks),
-            (Decision::Plan { plan, .. }, false) => format!("Found {} request(s).", plan.total_tasks),
-            (_, true) => "已理解您的需求。".to_string(),
-            (_, false) => "Understood.".to_string(),
+        let mode = match &turn.decision {
+            Decision::Plan { mode, .. } => Some(*mode),
+            _ => None,
+        };
+        let intent_text = match (&turn.decision, mode) {
+            (_, Some(PlanMode::Rerouted)) => pick(
+                lang,
+                "好的，先放下之前未完成的请求，为您处理新的需求。",
+                "OK, leaving the earlier request aside for your new one.",
+            ),
+            (_, Some(PlanMode::Resumed)) => {
+                pick(lang, "收到，继续处理您之前的请求。", "Got it, continuing your earlier request.")
+            }
+            (Decision::Plan { plan, .. }, _) => match lang {
+                Lang::Zh => format!("识别到 {} 项需求。", plan.total_tasks),
+                Lang::En => format!("Found {} request(s).", plan.total_tasks),
+            },
+            _ => pick(lang, "已理解您的需求。", "Understood."),
         };
         sink.emit(
-            StageEvent::new(Stage::IntentDone, intent_text).state("intent", &turn.intent).state("planner", "rule"),
+            StageEvent::new(Stage::IntentDone, intent_text)
+                .state("intent", &turn.intent)
+                .state("planner", "rule")
+                .state("mode", mode)
+                .state("pending_expired", expired),
         );
+        let expired_note = expired.then(|| {
+            pick(
+                lang,
+                "（您之前的请求等待补充信息超时，已自动取消。）\n",
+                "(Your earlier request timed out waiting for details and was dropped.)\n",
+            )
+        });
+        let with_note = |text: String| match &expired_note {
+            Some(note) => format!("{note}{text}"),
+            None => text,
+        };
 
-        let answer = match turn.decision {
+        match turn.decision {
             Decision::Escalate(reason) => {
-                let text = summarize::escalation_text(reason, lang);
-                let card = json!({
-                    "reason": reason,
-                    "summary": req.query,
-                    "last_turns": session.history,
-                    "pending": session.pending.as_ref().map(|p| &p.tasks),
-                });
-                sink.emit(StageEvent::new(Stage::Escalated, text.clone()).state("escalation", card));
-                text
+                let summary = pick(lang, &format!("用户请求：{}", req.query), &format!("User request: {}", req.query));
+                let pending = session.pending.as_ref().map(|p| p.tasks.clone());
+                self.escalate(reason, summary, pending.as_deref(), session, lang, sink)
             }
             Decision::Direct(intent) => {
-                let text = summarize::direct_answer(&registry, intent, lang);
+                let text = with_note(summarize::direct_answer(registry, intent, lang));
                 sink.emit(StageEvent::new(Stage::Answer, text.clone()).state("simple_intent", intent));
                 text
             }
-            Decision::Plan { mut plan, found, resumed } => {
-                sink.emit(StageEvent::new(Stage::PlanStarted, if zh { "正在规划任务…" } else { "Planning…" }));
-                sink.emit(
-                    StageEvent::new(Stage::PlanDone, plan.user_friendly_message.clone())
-                        .state("plan", &plan)
-                        .state("resumed", resumed),
-                );
-                if !plan.semantic_info.is_empty() {
-                    sink.emit(
-                        StageEvent::new(Stage::Blocked, summarize::blocked_text(&registry, &plan, lang))
-                            .meta("semantic_info", &plan.semantic_info),
+            Decision::Cancel => {
+                let dropped = session.pending.take();
+                session.current_intent.clear();
+                let text = with_note(summarize::cancel_text(dropped.as_ref().map(|p| p.tasks.as_slice()), lang));
+                sink.emit(StageEvent::new(Stage::Answer, text.clone()).state("cancelled", dropped.map(|p| p.tasks)));
+                text
+            }
+            Decision::Plan { mut plan, found, mode } => {
+                // Asked again for exactly the same keys: count the round, escalate when exhausted.
+                let same_keys = mode == PlanMode::Resumed
+                    && plan.runnable().next().is_none()
+                    && pending_before.as_ref().is_some_and(|p| sorted(&p.keys) == sorted(&plan.missing_semantic_keys));
+                let rounds = match (&pending_before, same_keys) {
+                    (Some(p), true) => p.rounds + 1,
+                    _ => 1,
+                };
+                if same_keys && rounds > settings.max_clarification_rounds {
+                    let summary = summarize::blocked_text(registry, &plan, lang);
+                    let blocked: Vec<SubTask> = plan.blocked().cloned().collect();
+                    session.pending = None;
+                    return self.escalate(
+                        EscalationReason::ClarificationRoundsExhausted,
+                        summary,
+                        Some(&blocked),
+                        session,
+                        lang,
+                        sink,
                     );
                 }
-                for (k, v) in found {
-                    session.slots.insert(k, v);
-                }
-                let ctx = TurnContext {
-                    session_id: session.session_id.clone(),
-                    user_id: req.user_id.clone(),
-                    thread_id: thread_id.clone(),
-                    trace_id: uuid::Uuid::new_v4().simple().to_string(),
-                    lang,
-                };
-                self.executor.run(&registry, &mut plan, &ctx, &sink).await;
-                remember_outputs(&registry, &plan, &mut session);
-                sink.emit(
-                    StageEvent::new(Stage::SummarizeStarted, if zh { "正在整理结果…" } else { "Summarizing…" })
-                        .agent("summarize"),
-                );
-                let text = summarize::summary(&registry, &plan, lang);
-                let blocked: Vec<_> = plan.blocked().cloned().collect();
+                let text = self.run_plan(registry, &mut plan, found, req, thread_id, session, lang, sink).await;
+                let blocked: Vec<SubTask> = plan.blocked().cloned().collect();
                 session.pending = (!blocked.is_empty()).then(|| PendingClarification {
                     plan_id: plan.plan_id.clone(),
-                    rounds: session.pending.as_ref().filter(|_| resumed).map_or(1, |p| p.rounds + 1),
+                    created_at: pending_before
+                        .as_ref()
+                        .filter(|_| mode == PlanMode::Resumed)
+                        .map_or_else(|| now.to_rfc3339(), |p| p.created_at.clone()),
+                    expires_at: (now
+                        + chrono::Duration::from_std(settings.clarification_timeout.0)
+                            .unwrap_or(chrono::Duration::MAX))
+                    .to_rfc3339(),
+                    rounds,
+                    keys: plan.missing_semantic_keys.clone(),
                     tasks: blocked,
-                    created_at: chrono::Utc::now().to_rfc3339(),
                 });
+                session.current_intent = plan.sub_tasks.iter().map(|t| t.assigned_agent.clone()).collect();
+                if mode != PlanMode::Resumed {
+                    session.current_query = plan
+                        .sub_tasks
+                        .first()
+                        .and_then(|t| t.inputs.get("message"))
+                        .and_then(Value::as_str)
+                        .unwrap_or(&req.query)
+                        .to_string();
+                }
+
+                // Failure counting: only turns that dispatched something count.
+                let dispatched =
+                    plan.sub_tasks.iter().filter(|t| matches!(t.status, TaskStatus::Done | TaskStatus::Failed)).count();
+                let succeeded = plan.sub_tasks.iter().filter(|t| t.status == TaskStatus::Done).count();
+                if dispatched > 0 {
+                    session.failures = if succeeded == 0 { session.failures + 1 } else { 0 };
+                }
+                let text = with_note(text);
+                if session.failures >= settings.escalate_after_failures {
+                    session.failures = 0;
+                    let pending = session.pending.as_ref().map(|p| p.tasks.clone());
+                    return self.escalate(
+                        EscalationReason::RepeatedFailures,
+                        text,
+                        pending.as_deref(),
+                        session,
+                        lang,
+                        sink,
+                    );
+                }
                 let mut done = StageEvent::new(Stage::Answer, text.clone()).agent("summarize").state("plan", &plan);
                 if !plan.semantic_info.is_empty() {
                     done = done.meta("semantic_info", &plan.semantic_info);
@@ -192,14 +317,99 @@ impl Supervisor {
                 sink.emit(done);
                 text
             }
+        }
+    }
+
+    /// Plan, blocked, execution and summary events; returns the summary.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_plan(
+        &self,
+        registry: &Registry,
+        plan: &mut TaskPlan,
+        found: Map<String, Value>,
+        req: &TurnRequest,
+        thread_id: &str,
+        session: &mut Session,
+        lang: Lang,
+        sink: &EventSink,
+    ) -> String {
+        sink.emit(StageEvent::new(Stage::PlanStarted, pick(lang, "正在规划任务…", "Planning…")));
+        sink.emit(StageEvent::new(Stage::PlanDone, plan.user_friendly_message.clone()).state("plan", &*plan));
+        if !plan.semantic_info.is_empty() {
+            sink.emit(
+                StageEvent::new(Stage::Blocked, summarize::blocked_text(registry, plan, lang))
+                    .meta("semantic_info", &plan.semantic_info),
+            );
+        }
+        for (k, v) in found {
+            session.slots.insert(k, v);
+        }
+        let ctx = TurnContext {
+            session_id: session.session_id.clone(),
+            user_id: req.user_id.clone(),
+            thread_id: thread_id.to_string(),
+            trace_id: uuid::Uuid::new_v4().simple().to_string(),
+            lang,
         };
-        let max = registry.settings.memory_max_history as usize;
-        session.push_turn(Turn { query: req.query, answer, at: chrono::Utc::now().to_rfc3339() }, max);
+        self.executor.run(registry, plan, &ctx, sink).await;
+        remember_outputs(registry, plan, session);
+        sink.emit(
+            StageEvent::new(Stage::SummarizeStarted, pick(lang, "正在整理结果…", "Summarizing…")).agent("summarize"),
+        );
+        summarize::summary(registry, plan, lang)
+    }
+
+    /// Ends the turn with an `escalated` event carrying the escalation card.
+    fn escalate(
+        &self,
+        reason: EscalationReason,
+        summary: String,
+        pending: Option<&[SubTask]>,
+        session: &Session,
+        lang: Lang,
+        sink: &EventSink,
+    ) -> String {
+        let text = summarize::escalation_text(reason, lang);
+        let card = json!({
+            "reason": reason,
+            "summary": summary,
+            "last_turns": session.history,
+            "pending": pending,
+            "user_id": session.user_id,
+            "thread_id": session.thread_id,
+        });
+        sink.emit(StageEvent::new(Stage::Escalated, text.clone()).state("escalation", card));
+        text
+    }
+
+    /// Drops the pending clarification of `(user_id, thread_id)`; returns the dropped sub-tasks
+    /// (`None` when the session does not exist).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn cancel_pending(
+        &self,
+        user_id: &str,
+        thread_id: &str,
+    ) -> Result<Option<Vec<SubTask>>, crate::session::StoreError> {
+        if self.sessions.peek(user_id, thread_id).await?.is_none() {
+            return Ok(None);
+        }
+        let mut guard = self.sessions.open(user_id, thread_id).await?;
+        let dropped = guard.session.pending.take().map(|p| p.tasks).unwrap_or_default();
+        guard.save().await?;
+        Ok(Some(dropped))
     }
 }
 
+fn sorted(keys: &[String]) -> Vec<&str> {
+    let mut v: Vec<&str> = keys.iter().map(String::as_str).collect();
+    v.sort_unstable();
+    v
+}
+
 /// Keeps the `produces` keys of finished sub-tasks as session slots, for later turns.
-fn remember_outputs(registry: &crate::registry::Registry, plan: &planner::TaskPlan, session: &mut Session) {
+fn remember_outputs(registry: &Registry, plan: &TaskPlan, session: &mut Session) {
     for task in plan.sub_tasks.iter().filter(|t| t.status == TaskStatus::Done) {
         let (Some(agent), Some(output)) = (registry.get(&task.assigned_agent), task.output.as_ref()) else { continue };
         for key in &agent.spec.produces {

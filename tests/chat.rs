@@ -135,8 +135,8 @@ async fn follow_up_by_text_runs_exactly_the_blocked_tasks() {
         assert!(app.calls(other).is_empty());
     }
 
-    // Nothing is pending any more: a third turn with values plans nothing new.
-    let third = app.ask("2026-12-05", Some(&th)).await;
+    // Nothing is pending any more: a thank-you is just answered.
+    let third = app.ask("谢谢", Some(&th)).await;
     done_is_direct(&third);
     assert_eq!(app.calls("hotel_agent").len(), 1);
 }

@@ -93,8 +93,9 @@ pub async fn spawn_app_with(setup: Setup, edit: impl FnOnce(&mut Value)) -> Test
     write_config(&config_path, &config);
     let state = build_state(
         &config_path,
-        AppOptions { watch_files: setup.watch_files, admin_token: Some("test-admin".into()) },
+        AppOptions { watch_files: setup.watch_files, admin_token: Some("test-admin".into()), ..AppOptions::default() },
     )
+    .await
     .unwrap_or_else(|e| panic!("test config invalid: {e}"));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());

@@ -108,8 +108,9 @@ async fn a_kubernetes_style_data_symlink_swap_is_picked_up() {
     }
     let state = switchboard::app::build_state(
         &r.join("agents_config.yaml"),
-        switchboard::app::AppOptions { watch_files: true, admin_token: None },
+        switchboard::app::AppOptions { watch_files: true, ..Default::default() },
     )
+    .await
     .unwrap();
     assert_eq!(state.supervisor.registry.load().version, 1);
 

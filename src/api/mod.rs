@@ -8,7 +8,7 @@ pub mod error;
 
 use std::sync::Arc;
 
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{header, HeaderMap};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -42,6 +42,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/config", get(config_status))
         .route("/v1/config/validate", post(validate_config))
         .route("/v1/admin/reload", post(admin_reload))
+        .route("/v1/sessions/{thread_id}", get(get_session).delete(delete_session))
         .route("/healthz", get(|| async { Json(json!({ "status": "ok" })) }))
         .route("/readyz", get(readyz))
         .fallback(|| async { ApiError::NotFound("no such endpoint".into()) })
@@ -153,4 +154,48 @@ async fn admin_reload(State(state): State<AppState>, headers: HeaderMap) -> Resu
 async fn readyz(State(state): State<AppState>) -> Json<Value> {
     let reg = state.supervisor.registry.load();
     Json(json!({ "status": "ready", "version": reg.version, "agents": reg.enabled().count() }))
+}
+
+/// `?user_id=…` of the session endpoints.
+#[derive(Debug, serde::Deserialize)]
+struct SessionQuery {
+    user_id: Option<String>,
+}
+
+fn owner(q: SessionQuery) -> Result<String, ApiError> {
+    q.user_id
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| ApiError::bad_request("missing_user_id", "`user_id` query parameter is required"))
+}
+
+fn store_error(e: crate::session::StoreError) -> ApiError {
+    tracing::error!(error = %e, "session store failed");
+    ApiError::Unavailable("the session store is unavailable".into())
+}
+
+/// The session of `thread_id` owned by `user_id`: history, slots, pending clarification (with
+/// its expiry), failure count. Another user's thread is 404.
+async fn get_session(
+    State(state): State<AppState>,
+    Path(thread_id): Path<String>,
+    Query(q): Query<SessionQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let user_id = owner(q)?;
+    match state.supervisor.sessions.peek(&user_id, &thread_id).await.map_err(store_error)? {
+        Some(session) => Ok(Json(serde_json::to_value(session).unwrap_or_default())),
+        None => Err(ApiError::NotFound(format!("no session {thread_id:?} for this user"))),
+    }
+}
+
+/// Cancels the pending work of `thread_id`; returns the dropped sub-tasks.
+async fn delete_session(
+    State(state): State<AppState>,
+    Path(thread_id): Path<String>,
+    Query(q): Query<SessionQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let user_id = owner(q)?;
+    match state.supervisor.cancel_pending(&user_id, &thread_id).await.map_err(store_error)? {
+        Some(dropped) => Ok(Json(json!({ "thread_id": thread_id, "cancelled": dropped }))),
+        None => Err(ApiError::NotFound(format!("no session {thread_id:?} for this user"))),
+    }
 }

@@ -217,6 +217,14 @@ const CHIT_CHAT: &[&str] = &[
     "your name",
 ];
 
+const CANCEL: &[&str] =
+    &["取消", "算了", "不用了", "不要了", "不需要了", "cancel", "never mind", "nevermind", "forget it"];
+
+/// `true` when the text holds a cancel word (取消, 算了, 不用了, 不要了, cancel, never mind, forget it).
+pub fn is_cancel(lower: &str) -> bool {
+    any_term(lower, CANCEL)
+}
+
 fn any_term(lower: &str, list: &[&str]) -> bool {
     list.iter().any(|t| find_term(lower, &Term::new(t)).is_some())
 }

@@ -32,12 +32,23 @@ pub struct TurnInput<'a> {
     pub slots: &'a Map<String, Value>,
     /// Values collected in earlier turns of the session.
     pub session_slots: &'a Map<String, Value>,
-    /// The pending clarification's blocked sub-tasks, if any.
+    /// The pending clarification's blocked sub-tasks, if any (already checked for expiry).
     pub pending: Option<&'a [SubTask]>,
+    /// The previous planned turn, for elliptical follow-ups ("那上海呢？").
+    pub previous: Option<Previous<'a>>,
     /// Today, for relative dates.
     pub today: NaiveDate,
     /// Id for a new plan.
     pub plan_id: &'a str,
+}
+
+/// The last planned turn of the session.
+#[derive(Debug, Clone, Copy)]
+pub struct Previous<'a> {
+    /// Its agents, in order.
+    pub intent: &'a [String],
+    /// Its (rewritten) query.
+    pub query: &'a str,
 }
 
 /// The recognized intents of a turn (`intent_done` metadata).
@@ -51,11 +62,12 @@ pub struct IntentResult {
     pub confidence: f32,
     /// Why (internal).
     pub reason: String,
-    /// The query the planner worked on (rule mode: the query as sent).
+    /// The query the planner worked on: the query as sent, or the previous query with the new
+    /// values substituted for an elliptical follow-up.
     pub rewritten_query: String,
     /// The language of user-facing text.
     pub lang: Lang,
-    /// `true` when the turn resumes a pending clarification.
+    /// `true` when the turn continues the pending clarification.
     pub resumes_pending: bool,
 }
 
@@ -67,6 +79,25 @@ pub enum EscalationReason {
     UserRequested,
     /// Abusive or sensitive content.
     Sensitive,
+    /// `escalate_after_failures` consecutive turns in which no sub-task succeeded.
+    RepeatedFailures,
+    /// `max_clarification_rounds` asks for the same keys went unanswered.
+    ClarificationRoundsExhausted,
+}
+
+/// How a plan relates to the conversation so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanMode {
+    /// A new request.
+    Fresh,
+    /// The pending clarification's sub-tasks, with whatever this turn supplied (maybe nothing:
+    /// then they are asked for again).
+    Resumed,
+    /// A new request while a clarification was pending: the pending work is dropped (seed 004).
+    Rerouted,
+    /// An elliptical follow-up: the previous intent with this turn's values.
+    Elliptical,
 }
 
 /// What to do with the turn.
@@ -76,14 +107,16 @@ pub enum Decision {
     Direct(SimpleIntent),
     /// Hand over to a human.
     Escalate(EscalationReason),
-    /// Run a plan. `resumed` when it continues the pending clarification.
+    /// Drop the pending clarification (cancel words).
+    Cancel,
+    /// Run a plan.
     Plan {
         /// The plan.
         plan: TaskPlan,
         /// Values found this turn, for the session.
         found: Map<String, Value>,
-        /// `true` when resuming pending sub-tasks.
-        resumed: bool,
+        /// How it relates to the conversation.
+        mode: PlanMode,
     },
 }
 
@@ -96,12 +129,20 @@ pub struct TurnPlan {
     pub decision: Decision,
 }
 
-/// Plans one turn against `registry` (rule mode).
+/// Plans one turn against `registry` (rule mode). The order of the rules:
+/// 1. sensitive content or a request for a human -> escalate;
+/// 2. with a pending clarification: a turn naming another agent re-routes; cancel words cancel;
+///    anything else continues the pending sub-tasks (simple intents such as a greeting are
+///    answered and keep it pending);
+/// 3. without one: cancel words are acknowledged; matched agents are planned; a turn that only
+///    brings new values for the previous intent's keys re-runs that intent (ellipsis);
+/// 4. simple intents are answered; anything else is out of scope.
 pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnPlan {
     let lang = Lang::detect(input.query);
     let lower = input.query.to_lowercase();
     let hits = intent::match_agents(registry, input.query);
     let simple = intent::simple_intent(&lower);
+    let cancel = intent::is_cancel(&lower);
     let mut result = IntentResult {
         intent: hits.iter().map(|(_, id)| id.clone()).collect(),
         simple,
@@ -113,15 +154,17 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnPlan {
     };
     let src =
         KeySources { text: input.query, slots: input.slots, session_slots: input.session_slots, today: input.today };
+    let decide = |mut result: IntentResult, reason: &str, decision: Decision| {
+        result.reason = reason.to_string();
+        TurnPlan { intent: result, decision }
+    };
 
     match simple {
         Some(SimpleIntent::Sensitive) => {
-            result.reason = "sensitive content".into();
-            return TurnPlan { intent: result, decision: Decision::Escalate(EscalationReason::Sensitive) };
+            return decide(result, "sensitive content", Decision::Escalate(EscalationReason::Sensitive))
         }
         Some(SimpleIntent::HumanRequested) => {
-            result.reason = "the user asked for a human".into();
-            return TurnPlan { intent: result, decision: Decision::Escalate(EscalationReason::UserRequested) };
+            return decide(result, "the user asked for a human", Decision::Escalate(EscalationReason::UserRequested))
         }
         _ => {}
     }
@@ -129,7 +172,20 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnPlan {
     if let Some(pending) = input.pending.filter(|p| !p.is_empty()) {
         let pending_agents: Vec<&str> = pending.iter().map(|t| t.assigned_agent.as_str()).collect();
         let names_other_agent = hits.iter().any(|(_, id)| !pending_agents.contains(&id.as_str()));
-        if !names_other_agent && supplies_pending(registry, pending, src) {
+        if names_other_agent {
+            let plan = fresh_plan(registry, &hits, input.query, src, input.plan_id, lang);
+            let reason = format!("intent switch to {}", result.intent.join(", "));
+            return decide(result, &reason, Decision::Plan { plan: plan.0, found: plan.1, mode: PlanMode::Rerouted });
+        }
+        if cancel {
+            return decide(result, "cancel words with a pending clarification", Decision::Cancel);
+        }
+        let supplies = supplies_pending(registry, pending, src);
+        let chat_only = matches!(
+            simple,
+            Some(SimpleIntent::Greeting | SimpleIntent::Thanks | SimpleIntent::Capabilities | SimpleIntent::ChitChat)
+        );
+        if supplies || !chat_only {
             let candidates: Vec<Candidate> = pending
                 .iter()
                 .filter_map(|t| {
@@ -143,37 +199,110 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnPlan {
             if !candidates.is_empty() {
                 let plan_id = pending[0].task_id.split("_task_").next().unwrap_or(input.plan_id).to_string();
                 result.intent = candidates.iter().map(|c| c.agent.spec.id.clone()).collect();
-                result.reason = "the turn supplies values for the pending clarification".into();
                 result.resumes_pending = true;
+                let reason = if supplies {
+                    "the turn supplies values for the pending clarification"
+                } else {
+                    "ask again for the pending clarification"
+                };
                 let (plan, found) = plan::build(candidates, src, &plan_id, lang, "resume pending sub-tasks".into());
-                return TurnPlan { intent: result, decision: Decision::Plan { plan, found, resumed: true } };
+                return decide(result, reason, Decision::Plan { plan, found, mode: PlanMode::Resumed });
             }
         }
+    } else if cancel && hits.is_empty() {
+        return decide(result, "cancel words, nothing pending", Decision::Cancel);
     }
 
     if !hits.is_empty() {
-        let candidates: Vec<Candidate> = hits
-            .iter()
-            .filter_map(|(_, id)| registry.get_enabled(id))
-            .map(|agent| {
-                let mut inputs = Map::new();
-                inputs.insert("message".into(), Value::String(input.query.to_string()));
-                Candidate { task_id: None, agent: agent.clone(), inputs }
-            })
-            .collect();
-        result.reason = format!("keyword match: {}", result.intent.join(", "));
-        let reasoning = format!("rule planner: {} sub-task(s) from keyword matches", candidates.len());
-        let (plan, found) = plan::build(candidates, src, input.plan_id, lang, reasoning);
-        return TurnPlan { intent: result, decision: Decision::Plan { plan, found, resumed: false } };
+        let (plan, found) = fresh_plan(registry, &hits, input.query, src, input.plan_id, lang);
+        let reason = format!("keyword match: {}", result.intent.join(", "));
+        return decide(result, &reason, Decision::Plan { plan, found, mode: PlanMode::Fresh });
+    }
+
+    if let Some(prev) = input.previous.filter(|_| simple.is_none()) {
+        if let Some((rewritten, candidates)) = elliptical(registry, prev, input.query, src) {
+            result.intent = candidates.iter().map(|c| c.agent.spec.id.clone()).collect();
+            result.rewritten_query = rewritten;
+            let reasoning = "rule planner: elliptical follow-up of the previous intent".to_string();
+            let (plan, found) = plan::build(candidates, src, input.plan_id, lang, reasoning);
+            return decide(
+                result,
+                "new values for the previous intent",
+                Decision::Plan { plan, found, mode: PlanMode::Elliptical },
+            );
+        }
     }
 
     let simple = simple.unwrap_or(SimpleIntent::OutOfScope);
     result.simple = Some(simple);
-    result.reason = match simple {
-        SimpleIntent::OutOfScope => "no capability card matches".into(),
+    let reason = match simple {
+        SimpleIntent::OutOfScope => "no capability card matches".to_string(),
         other => format!("simple intent {other:?}"),
     };
-    TurnPlan { intent: result, decision: Decision::Direct(simple) }
+    decide(result, &reason, Decision::Direct(simple))
+}
+
+fn fresh_plan(
+    registry: &Registry,
+    hits: &[(usize, String)],
+    query: &str,
+    src: KeySources<'_>,
+    plan_id: &str,
+    lang: Lang,
+) -> (TaskPlan, Map<String, Value>) {
+    let candidates: Vec<Candidate> = hits
+        .iter()
+        .filter_map(|(_, id)| registry.get_enabled(id))
+        .map(|agent| {
+            let mut inputs = Map::new();
+            inputs.insert("message".into(), Value::String(query.to_string()));
+            Candidate { task_id: None, agent: agent.clone(), inputs }
+        })
+        .collect();
+    let reasoning = format!("rule planner: {} sub-task(s) from keyword matches", candidates.len());
+    plan::build(candidates, src, plan_id, lang, reasoning)
+}
+
+/// An elliptical follow-up: the text brings, for a key of the previous intent, a value that
+/// differs from the one remembered. Returns the rewritten query (the previous query with the new
+/// values substituted) and the candidates.
+fn elliptical(
+    registry: &Registry,
+    prev: Previous<'_>,
+    query: &str,
+    src: KeySources<'_>,
+) -> Option<(String, Vec<Candidate>)> {
+    let agents: Vec<_> = prev.intent.iter().filter_map(|id| registry.get_enabled(id)).collect();
+    let mut rewritten = prev.query.to_string();
+    let mut changed = false;
+    for agent in &agents {
+        for key in &agent.keys {
+            let Some(new) = key.extractor.as_ref().and_then(|x| x.extract(query, src.today)) else { continue };
+            let old = src.session_slots.get(&key.spec.key);
+            if old == Some(&new) || !key.accepts(&new) {
+                continue;
+            }
+            changed = true;
+            if let (Some(Value::String(old)), Value::String(new)) = (old, &new) {
+                rewritten = rewritten.replace(old.as_str(), new);
+            }
+        }
+    }
+    if !changed {
+        return None;
+    }
+    if rewritten == prev.query {
+        rewritten = format!("{} {query}", prev.query);
+    }
+    let candidates = agents
+        .into_iter()
+        .map(|agent| {
+            let mut inputs = Map::new();
+            inputs.insert("message".into(), Value::String(rewritten.clone()));
+            Candidate { task_id: None, agent: agent.clone(), inputs }
+        })
+        .collect();
+    Some((rewritten, candidates))
 }
 
 /// `true` when this turn's slots or text give a valid value for a key some pending sub-task lacks.

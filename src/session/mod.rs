@@ -1,13 +1,27 @@
-//! Sessions: a `(user_id, thread_id)` conversation's short-term memory, collected slots and the
-//! pending clarification (DESIGN.md section 7).
+//! Sessions: a `(user_id, thread_id)` conversation's short-term memory, collected slots, pending
+//! clarification, consecutive-failure count and current intent (DESIGN.md section 7).
 //!
-//! This store keeps sessions in process memory. A turn holds its session's lock from load to
-//! save ([`SessionStore::open`]), so concurrent turns on one thread run one after the other and
-//! no write is lost; different threads never wait on each other.
+//! [`SessionStore`] puts one [`SessionBackend`] behind a per-thread lock:
+//! - `memory://` — process memory (tests, throw-away runs);
+//! - `sqlite://PATH` — the embedded default: a durable local file that survives a restart
+//!   ([`sqlite`], rusqlite with bundled SQLite);
+//! - `redis://…` — shared by several replicas ([`redis`], with a per-thread distributed lock).
+//!
+//! A turn [`SessionStore::open`]s its session (taking the thread's lock, so concurrent turns on
+//! one thread run one after the other, across replicas too), changes it, and
+//! [`SessionGuard::save`]s it once. A save writes the whole session document, so a retried save
+//! of the same turn never duplicates it; turns also carry ids and are appended once. Sessions
+//! expire `ttl` after their last save.
+
+pub mod memory;
+pub mod redis;
+pub mod sqlite;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
@@ -15,8 +29,11 @@ use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 use crate::planner::SubTask;
 
 /// One finished turn.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Turn {
+    /// Unique per turn: a retried save never appends it twice.
+    #[serde(default)]
+    pub turn_id: String,
     /// What the user said.
     pub query: String,
     /// What the supervisor answered (the `done` event's content).
@@ -26,7 +43,7 @@ pub struct Turn {
 }
 
 /// Sub-tasks blocked on semantic keys, waiting for the user's next turn.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingClarification {
     /// The plan they came from.
     pub plan_id: String,
@@ -34,12 +51,18 @@ pub struct PendingClarification {
     pub tasks: Vec<SubTask>,
     /// RFC 3339 time it was opened.
     pub created_at: String,
-    /// How many times the user has been asked.
+    /// RFC 3339 time it expires (`clarification_timeout` after the last ask).
+    #[serde(default)]
+    pub expires_at: String,
+    /// How many times the user has been asked for the same keys.
     pub rounds: u32,
+    /// The keys asked for in the last ask.
+    #[serde(default)]
+    pub keys: Vec<String>,
 }
 
 /// A conversation.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Session {
     /// Stable id of this `(user_id, thread_id)` session.
     pub session_id: String,
@@ -53,22 +76,42 @@ pub struct Session {
     pub slots: Map<String, Value>,
     /// The open clarification, if any.
     pub pending: Option<PendingClarification>,
+    /// Consecutive turns in which sub-tasks ran and none succeeded.
+    #[serde(default)]
+    pub failures: u32,
+    /// Agent ids of the last planned turn (for elliptical follow-ups).
+    #[serde(default)]
+    pub current_intent: Vec<String>,
+    /// The (rewritten) query of that turn.
+    #[serde(default)]
+    pub current_query: String,
+    /// RFC 3339 time of the last save.
+    #[serde(default)]
+    pub updated_at: String,
 }
 
 impl Session {
-    fn new(user_id: &str, thread_id: &str) -> Self {
+    /// A new, empty session.
+    pub fn new(user_id: &str, thread_id: &str) -> Self {
         Self {
-            session_id: format!("sess_{}", uuid::Uuid::new_v4().simple()),
+            session_id: crate::supervisor::session_id(user_id, thread_id),
             user_id: user_id.to_string(),
             thread_id: thread_id.to_string(),
             history: Vec::new(),
             slots: Map::new(),
             pending: None,
+            failures: 0,
+            current_intent: Vec::new(),
+            current_query: String::new(),
+            updated_at: String::new(),
         }
     }
 
-    /// Appends a turn, keeping at most `max` (at least one).
+    /// Appends a turn unless a turn with the same id is already there, keeping at most `max`.
     pub fn push_turn(&mut self, turn: Turn, max: usize) {
+        if !turn.turn_id.is_empty() && self.history.iter().any(|t| t.turn_id == turn.turn_id) {
+            return;
+        }
         self.history.push(turn);
         let max = max.max(1);
         if self.history.len() > max {
@@ -78,39 +121,171 @@ impl Session {
     }
 }
 
+/// Why the store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The store URL is not one of `memory://`, `sqlite://PATH`, `redis://…`.
+    #[error("unsupported session store {0:?}: use memory://, sqlite://PATH or redis://HOST:PORT")]
+    Url(String),
+    /// SQLite failed.
+    #[error("sqlite: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// Redis failed.
+    #[error("redis: {0}")]
+    Redis(#[from] ::redis::RedisError),
+    /// A stored session could not be decoded.
+    #[error("stored session is corrupt: {0}")]
+    Corrupt(#[from] serde_json::Error),
+    /// The thread's lock was not released in time by another turn.
+    #[error("the thread is busy with another turn")]
+    Busy,
+    /// A blocking task failed.
+    #[error("store task failed: {0}")]
+    Task(String),
+}
+
+/// A held distributed lock (empty for backends that need none).
+#[derive(Debug, Clone, Default)]
+pub struct LockToken(pub Option<String>);
+
+/// A place sessions live. Implementations must be safe to call from many tasks at once.
+pub trait SessionBackend: Send + Sync + 'static {
+    /// The session, if stored and not expired.
+    fn load<'a>(&'a self, user_id: &'a str, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Session>, StoreError>>;
+    /// Stores the whole session, expiring `ttl` from now. Idempotent.
+    fn save<'a>(&'a self, session: &'a Session, ttl: Duration) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// Takes the thread's cross-process lock (no-op for single-process backends).
+    fn lock<'a>(&'a self, _user_id: &'a str, _thread_id: &'a str) -> BoxFuture<'a, Result<LockToken, StoreError>> {
+        Box::pin(async { Ok(LockToken::default()) })
+    }
+    /// Releases a lock taken by [`SessionBackend::lock`].
+    fn unlock<'a>(&'a self, _user_id: &'a str, _thread_id: &'a str, _token: LockToken) -> BoxFuture<'a, ()> {
+        Box::pin(async {})
+    }
+    /// `memory`, `sqlite` or `redis`.
+    fn kind(&self) -> &'static str;
+}
+
+/// Opens the backend named by `url`: `memory://`, `sqlite://PATH` (created if absent),
+/// `redis://HOST:PORT[/DB]`.
+///
+/// # Errors
+/// [`StoreError::Url`] for other schemes; the backend's error when it cannot be opened.
+pub async fn open_backend(url: &str) -> Result<Arc<dyn SessionBackend>, StoreError> {
+    if url == "memory://" || url == "memory" {
+        Ok(Arc::new(memory::MemoryBackend::default()))
+    } else if let Some(path) = url.strip_prefix("sqlite://") {
+        Ok(Arc::new(sqlite::SqliteBackend::open(std::path::Path::new(path))?))
+    } else if url.starts_with("redis://") || url.starts_with("rediss://") {
+        Ok(Arc::new(redis::RedisBackend::connect(url).await?))
+    } else {
+        Err(StoreError::Url(url.to_string()))
+    }
+}
+
 type Key = (String, String);
 
-/// In-memory session store.
-#[derive(Debug, Default)]
+/// Sessions behind per-thread locks. Cheap to share (`Arc`).
 pub struct SessionStore {
-    sessions: Mutex<HashMap<Key, Arc<AsyncMutex<Session>>>>,
+    backend: Arc<dyn SessionBackend>,
+    ttl: Duration,
+    locks: Mutex<HashMap<Key, Arc<AsyncMutex<()>>>>,
+}
+
+impl std::fmt::Debug for SessionStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionStore").field("backend", &self.backend.kind()).field("ttl", &self.ttl).finish()
+    }
 }
 
 impl SessionStore {
-    /// An empty store.
-    pub fn new() -> Self {
-        Self::default()
+    /// A store over `backend`; sessions expire `ttl` after their last save.
+    pub fn new(backend: Arc<dyn SessionBackend>, ttl: Duration) -> Self {
+        Self { backend, ttl, locks: Mutex::new(HashMap::new()) }
     }
 
-    /// Locks the session of `(user_id, thread_id)`, creating it when absent. Hold the guard for
-    /// the whole turn; changes made through it are the saved state.
-    pub async fn open(&self, user_id: &str, thread_id: &str) -> OwnedMutexGuard<Session> {
+    /// An in-memory store (24 h TTL).
+    pub fn in_memory() -> Self {
+        Self::new(Arc::new(memory::MemoryBackend::default()), Duration::from_secs(24 * 3600))
+    }
+
+    /// The backend kind.
+    pub fn kind(&self) -> &'static str {
+        self.backend.kind()
+    }
+
+    /// Locks and loads the session of `(user_id, thread_id)` (a new one when absent). Hold the
+    /// guard for the whole turn and [`SessionGuard::save`] once at the end.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the backend fails or the thread stays busy.
+    pub async fn open(&self, user_id: &str, thread_id: &str) -> Result<SessionGuard<'_>, StoreError> {
+        let key = (user_id.to_string(), thread_id.to_string());
         let cell = {
-            let mut map = self.sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            map.entry((user_id.to_string(), thread_id.to_string()))
-                .or_insert_with(|| Arc::new(AsyncMutex::new(Session::new(user_id, thread_id))))
-                .clone()
+            let mut map = self.locks.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            // Drop lock cells nobody holds, so the map does not grow with every thread ever seen.
+            if map.len() > 10_000 {
+                map.retain(|_, c| Arc::strong_count(c) > 1);
+            }
+            map.entry(key).or_default().clone()
         };
-        cell.lock_owned().await
+        let local = cell.lock_owned().await;
+        let token = self.backend.lock(user_id, thread_id).await?;
+        let session = match self.backend.load(user_id, thread_id).await {
+            Ok(s) => s.unwrap_or_else(|| Session::new(user_id, thread_id)),
+            Err(e) => {
+                self.backend.unlock(user_id, thread_id, token).await;
+                return Err(e);
+            }
+        };
+        Ok(SessionGuard { store: self, session, token: Some(token), _local: local })
     }
 
-    /// Number of sessions held.
-    pub fn len(&self) -> usize {
-        self.sessions.lock().map(|m| m.len()).unwrap_or(0)
+    /// The stored session, without locking (read-only views).
+    ///
+    /// # Errors
+    /// The backend's error.
+    pub async fn peek(&self, user_id: &str, thread_id: &str) -> Result<Option<Session>, StoreError> {
+        self.backend.load(user_id, thread_id).await
+    }
+}
+
+/// A locked session for one turn.
+pub struct SessionGuard<'a> {
+    store: &'a SessionStore,
+    /// The session; change it freely, then [`SessionGuard::save`].
+    pub session: Session,
+    token: Option<LockToken>,
+    _local: OwnedMutexGuard<()>,
+}
+
+impl SessionGuard<'_> {
+    /// Writes the session and releases the thread's locks.
+    ///
+    /// # Errors
+    /// The backend's error (the locks are released either way).
+    pub async fn save(mut self) -> Result<(), StoreError> {
+        self.session.updated_at = chrono::Utc::now().to_rfc3339();
+        let store = self.store;
+        let result = store.backend.save(&self.session, store.ttl).await;
+        if let Some(token) = self.token.take() {
+            store.backend.unlock(&self.session.user_id, &self.session.thread_id, token).await;
+        }
+        result
     }
 
-    /// `true` when no session is held.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+    /// Releases the locks without saving.
+    pub async fn release(mut self) {
+        if let Some(token) = self.token.take() {
+            self.store.backend.unlock(&self.session.user_id, &self.session.thread_id, token).await;
+        }
+    }
+}
+
+impl Drop for SessionGuard<'_> {
+    fn drop(&mut self) {
+        if self.token.as_ref().is_some_and(|t| t.0.is_some()) {
+            tracing::warn!(thread = %self.session.thread_id, "session guard dropped without save; the lock expires by itself");
+        }
     }
 }

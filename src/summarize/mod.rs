@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use crate::planner::{EscalationReason, Lang, SimpleIntent, TaskPlan, TaskStatus};
+use crate::planner::{EscalationReason, Lang, SimpleIntent, SubTask, TaskPlan, TaskStatus};
 use crate::registry::Registry;
 
 /// The template summary of an executed plan.
@@ -170,12 +170,41 @@ pub fn direct_answer(registry: &Registry, intent: SimpleIntent, lang: Lang) -> S
 
 /// The text of an `escalated` event.
 pub fn escalation_text(reason: EscalationReason, lang: Lang) -> String {
-    match (reason, lang) {
-        (EscalationReason::UserRequested, Lang::Zh) => "好的，正在为您转接人工客服，请稍候。".into(),
-        (EscalationReason::UserRequested, Lang::En) => {
-            "Sure, I'm handing you over to a human agent. Please hold on.".into()
+    let (zh, en) = match reason {
+        EscalationReason::UserRequested => {
+            ("好的，正在为您转接人工客服，请稍候。", "Sure, I'm handing you over to a human agent. Please hold on.")
         }
-        (EscalationReason::Sensitive, Lang::Zh) => "这个问题需要人工客服来处理，正在为您转接，请稍候。".into(),
-        (EscalationReason::Sensitive, Lang::En) => "A human agent will take this from here. Please hold on.".into(),
+        EscalationReason::Sensitive => (
+            "这个问题需要人工客服来处理，正在为您转接，请稍候。",
+            "A human agent will take this from here. Please hold on.",
+        ),
+        EscalationReason::RepeatedFailures => (
+            "抱歉，连续几次都没能帮您办成，正在为您转接人工客服，请稍候。",
+            "Sorry, I could not get this done several times in a row. I'm handing you over to a human agent.",
+        ),
+        EscalationReason::ClarificationRoundsExhausted => (
+            "看起来我们没能确认所需的信息，正在为您转接人工客服，请稍候。",
+            "It seems we could not settle the details I need. I'm handing you over to a human agent.",
+        ),
+    };
+    match lang {
+        Lang::Zh => zh.to_string(),
+        Lang::En => en.to_string(),
+    }
+}
+
+/// The answer to cancel words: what was dropped, or that nothing was pending.
+pub fn cancel_text(dropped: Option<&[SubTask]>, lang: Lang) -> String {
+    match (dropped.filter(|d| !d.is_empty()), lang) {
+        (Some(tasks), Lang::Zh) => {
+            let what: Vec<&str> = tasks.iter().map(|t| t.description.as_str()).collect();
+            format!("好的，已取消：{}。还有什么可以帮您？", what.join("；"))
+        }
+        (Some(tasks), Lang::En) => {
+            let what: Vec<&str> = tasks.iter().map(|t| t.description.as_str()).collect();
+            format!("OK, cancelled: {}. Anything else I can help with?", what.join("; "))
+        }
+        (None, Lang::Zh) => "好的。还有什么可以帮您？".to_string(),
+        (None, Lang::En) => "OK. Anything else I can help with?".to_string(),
     }
 }

@@ -1,0 +1,125 @@
+//! `redis://…`: sessions shared by several replicas. Each session is one JSON string with a TTL
+//! (`SET … PX`); a turn holds a per-thread lock (`SET lock token NX PX`, released by a
+//! compare-and-delete script) so two replicas never interleave turns of one thread. Uses the
+//! `redis` crate's tokio `ConnectionManager` (reconnects by itself).
+
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use redis::aio::ConnectionManager;
+use redis::AsyncCommands;
+
+use super::{LockToken, Session, SessionBackend, StoreError};
+
+/// How long a turn may hold a thread's lock before it expires by itself (a crashed replica).
+pub const LOCK_TTL: Duration = Duration::from_secs(120);
+/// How long a turn waits for another turn on the same thread.
+pub const LOCK_WAIT: Duration = Duration::from_secs(60);
+
+/// Redis backend.
+#[derive(Clone)]
+pub struct RedisBackend {
+    conn: ConnectionManager,
+}
+
+impl std::fmt::Debug for RedisBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RedisBackend")
+    }
+}
+
+fn session_key(user: &str, thread: &str) -> String {
+    format!("switchboard:session:{}:{}", user.len(), [user, thread].concat())
+}
+
+fn lock_key(user: &str, thread: &str) -> String {
+    format!("switchboard:lock:{}:{}", user.len(), [user, thread].concat())
+}
+
+impl RedisBackend {
+    /// Connects to `url`.
+    ///
+    /// # Errors
+    /// [`StoreError::Redis`] when the URL is invalid or the server unreachable.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        let client = redis::Client::open(url)?;
+        let conn = ConnectionManager::new(client).await?;
+        Ok(Self { conn })
+    }
+}
+
+impl SessionBackend for RedisBackend {
+    fn load<'a>(&'a self, user_id: &'a str, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Session>, StoreError>> {
+        Box::pin(async move {
+            let mut conn = self.conn.clone();
+            let doc: Option<String> = conn.get(session_key(user_id, thread_id)).await?;
+            Ok(match doc {
+                Some(doc) => Some(serde_json::from_str(&doc)?),
+                None => None,
+            })
+        })
+    }
+
+    fn save<'a>(&'a self, session: &'a Session, ttl: Duration) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let doc = serde_json::to_string(session)?;
+            let mut conn = self.conn.clone();
+            let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+            let _: () = redis::cmd("SET")
+                .arg(session_key(&session.user_id, &session.thread_id))
+                .arg(doc)
+                .arg("PX")
+                .arg(ms)
+                .query_async(&mut conn)
+                .await?;
+            Ok(())
+        })
+    }
+
+    fn lock<'a>(&'a self, user_id: &'a str, thread_id: &'a str) -> BoxFuture<'a, Result<LockToken, StoreError>> {
+        Box::pin(async move {
+            let mut conn = self.conn.clone();
+            let key = lock_key(user_id, thread_id);
+            let token = uuid::Uuid::new_v4().to_string();
+            let deadline = tokio::time::Instant::now() + LOCK_WAIT;
+            let mut delay = Duration::from_millis(5);
+            loop {
+                let set: Option<String> = redis::cmd("SET")
+                    .arg(&key)
+                    .arg(&token)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(LOCK_TTL.as_millis() as u64)
+                    .query_async(&mut conn)
+                    .await?;
+                if set.is_some() {
+                    return Ok(LockToken(Some(token)));
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(StoreError::Busy);
+                }
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_millis(100));
+            }
+        })
+    }
+
+    fn unlock<'a>(&'a self, user_id: &'a str, thread_id: &'a str, token: LockToken) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let Some(token) = token.0 else { return };
+            let mut conn = self.conn.clone();
+            let script = redis::Script::new(
+                "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end",
+            );
+            let result: Result<i64, _> =
+                script.key(lock_key(user_id, thread_id)).arg(token).invoke_async(&mut conn).await;
+            if let Err(e) = result {
+                tracing::warn!(error = %e, "cannot release a session lock; it expires by itself");
+            }
+        })
+    }
+
+    fn kind(&self) -> &'static str {
+        "redis"
+    }
+}
