@@ -166,7 +166,9 @@ impl Supervisor {
             DateTime::parse_from_rfc3339(&p.expires_at).map(|t| t.with_timezone(&Utc) <= now).unwrap_or(false)
         });
         if expired {
+            // Planned afresh: neither the pending work nor its intent carries over.
             session.pending = None;
+            session.current_intent.clear();
         }
         let pending_before = session.pending.clone();
         let previous_intent = session.current_intent.clone();

@@ -5,4 +5,6 @@ mod common;
 mod api;
 mod chat;
 mod config;
+mod conversation;
+mod durability;
 mod reload;

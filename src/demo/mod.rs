@@ -260,11 +260,12 @@ fn flight(inputs: &Map<String, Value>, zh: bool) -> Result<Value, String> {
         "HU" => ("海南航空", "Hainan Airlines"),
         _ => ("合作航空公司", "Partner Airline"),
     };
-    const ROUTES: [(&str, &str, &str, &str); 4] = [
-        ("上海浦东国际机场", "深圳宝安国际机场", "Shanghai Pudong", "Shenzhen Bao'an"),
-        ("成都天府国际机场", "北京大兴国际机场", "Chengdu Tianfu", "Beijing Daxing"),
-        ("北京首都国际机场", "广州白云国际机场", "Beijing Capital", "Guangzhou Baiyun"),
-        ("杭州萧山国际机场", "西安咸阳国际机场", "Hangzhou Xiaoshan", "Xi'an Xianyang"),
+    // (departure, arrival, English departure, English arrival, arrival city, English city)
+    const ROUTES: [(&str, &str, &str, &str, &str, &str); 4] = [
+        ("上海浦东国际机场", "深圳宝安国际机场", "Shanghai Pudong", "Shenzhen Bao'an", "深圳", "Shenzhen"),
+        ("成都天府国际机场", "北京大兴国际机场", "Chengdu Tianfu", "Beijing Daxing", "北京", "Beijing"),
+        ("北京首都国际机场", "广州白云国际机场", "Beijing Capital", "Guangzhou Baiyun", "广州", "Guangzhou"),
+        ("杭州萧山国际机场", "西安咸阳国际机场", "Hangzhou Xiaoshan", "Xi'an Xianyang", "西安", "Xi'an"),
     ];
     // The route follows the flight number (CA1234 lands at Guangzhou Baiyun, as in the demo query).
     let number: u64 = no[2..].parse().unwrap_or(s);
@@ -274,8 +275,11 @@ fn flight(inputs: &Map<String, Value>, zh: bool) -> Result<Value, String> {
     let terminal = format!("T{}", 1 + s % 3);
     let (status_zh, status_en) =
         if s % 5 == 0 { ("延误约20分钟", "delayed about 20 minutes") } else { ("准点", "on time") };
-    let (dep, arr, airline, status) =
-        if zh { (route.0, route.1, airline_zh, status_zh) } else { (route.2, route.3, airline_en, status_en) };
+    let (dep, arr, city, airline, status) = if zh {
+        (route.0, route.1, route.4, airline_zh, status_zh)
+    } else {
+        (route.2, route.3, route.5, airline_en, status_en)
+    };
     let message = if zh {
         format!("航班 {no}（{airline}）状态{status}，预计 {} {hour:02}:{minute:02} 抵达{arr} {terminal}。", today())
     } else {
@@ -286,7 +290,7 @@ fn flight(inputs: &Map<String, Value>, zh: bool) -> Result<Value, String> {
     };
     Ok(json!({
         "output": { "flight_no": no, "airline": airline, "status": status, "departure_airport": dep,
-                    "arrival_airport": arr, "arrival_time": arrival, "terminal": terminal },
+                    "arrival_airport": arr, "arrival_time": arrival, "terminal": terminal, "city": city },
         "message": message,
     }))
 }

@@ -1,0 +1,229 @@
+//! Conversations over several turns (DESIGN.md section 7, seeds 000 and 004): memory and
+//! rewrite, the clarification lifecycle, intent switches, escalation, the session API.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::common::*;
+
+fn agent_mut<'a>(cfg: &'a mut Value, id: &str) -> &'a mut Value {
+    cfg["agents"].as_array_mut().unwrap().iter_mut().find(|a| a["id"] == id).unwrap()
+}
+
+async fn session(app: &TestApp, thread: &str, user: &str) -> (u16, Value) {
+    let resp = app.client.get(format!("{}/v1/sessions/{thread}?user_id={user}", app.base)).send().await.unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap())
+}
+
+#[tokio::test]
+async fn an_elliptical_follow_up_reuses_the_previous_intent() {
+    let app = spawn_app().await;
+    let first = app.ask("北京明天天气怎么样", None).await;
+    let th = thread(&first);
+    done(&first);
+    let second = app.ask("那上海呢？", Some(&th)).await;
+    done(&second);
+    let calls = app.calls("weather_agent");
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0].body["inputs"]["city"], "北京");
+    assert_eq!(calls[1].body["inputs"]["city"], "上海");
+    let intent = &of_stage(&second, "intent_done")[0]["metadata"]["state"]["intent"];
+    assert_eq!(intent["rewritten_query"], "上海明天天气怎么样");
+    assert_eq!(calls[1].body["message"], "上海明天天气怎么样");
+    assert_eq!(of_stage(&second, "intent_done")[0]["metadata"]["state"]["mode"], "elliptical");
+}
+
+#[tokio::test]
+async fn a_hotel_after_a_flight_reuses_the_arrival_city() {
+    let app = spawn_app().await;
+    let first = app.ask("帮我查一下航班CA1234", None).await;
+    let th = thread(&first);
+    done(&first);
+    let second = app.ask("再帮我订个酒店", Some(&th)).await;
+    let info = &of_stage(&second, "blocked")[0]["metadata"]["semantic_info"][0];
+    assert_eq!(info["keys"], json!(["check_in_date"]), "the city is known from the flight");
+    done(&app.ask("明天入住", Some(&th)).await);
+    let calls = app.calls("hotel_agent");
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].body["inputs"]["city"], "广州");
+}
+
+#[tokio::test]
+async fn seed_004_normal_flow_stays_with_the_pending_request() {
+    let app = spawn_app().await;
+    let th = thread(&app.ask("帮我订个酒店", None).await);
+    let second = app.ask("北京", Some(&th)).await;
+    assert_eq!(of_stage(&second, "intent_done")[0]["metadata"]["state"]["mode"], "resumed");
+    assert_eq!(of_stage(&second, "blocked")[0]["metadata"]["semantic_info"][0]["keys"], json!(["check_in_date"]));
+    let third = app.ask("明天", Some(&th)).await;
+    assert_eq!(of_stage(&third, "intent_done")[0]["metadata"]["state"]["mode"], "resumed");
+    done(&third);
+    assert_eq!(app.calls("hotel_agent").len(), 1);
+    assert!(session(&app, &th, "u1").await.1["pending"].is_null());
+}
+
+#[tokio::test]
+async fn seed_004_change_of_intent_reroutes_and_keeps_history() {
+    let app = spawn_app().await;
+    let th = thread(&app.ask("帮我订个酒店", None).await);
+    app.ask("北京", Some(&th)).await;
+    let third = app.ask("算了，帮我查一下上海的天气", Some(&th)).await;
+    done(&third);
+    assert_eq!(of_stage(&third, "intent_done")[0]["metadata"]["state"]["mode"], "rerouted");
+    assert_eq!(app.calls("weather_agent").len(), 1);
+    assert_eq!(app.calls("weather_agent")[0].body["inputs"]["city"], "上海");
+    assert!(app.calls("hotel_agent").is_empty());
+    let (_, s) = session(&app, &th, "u1").await;
+    assert!(s["pending"].is_null(), "the pending hotel request was dropped");
+    assert_eq!(s["history"].as_array().unwrap().len(), 3, "history kept");
+}
+
+#[tokio::test]
+async fn seed_004_ambiguous_cancel_alone_drops_the_pending_request() {
+    let app = spawn_app().await;
+    let th = thread(&app.ask("帮我订个酒店", None).await);
+    let second = app.ask("算了", Some(&th)).await;
+    let text = done(&second)["content"].as_str().unwrap().to_string();
+    assert!(text.contains("已取消"), "{text}");
+    assert!(session(&app, &th, "u1").await.1["pending"].is_null());
+    // Values now resume nothing.
+    let third = app.ask("北京，明天入住", Some(&th)).await;
+    done(&third);
+    assert!(app.calls("hotel_agent").is_empty());
+    // A new request is planned normally.
+    done(&app.ask("帮我查一下上海的天气", Some(&th)).await);
+    assert_eq!(app.calls("weather_agent").len(), 1);
+}
+
+#[tokio::test]
+async fn cancel_words_in_english_and_chinese() {
+    let app = spawn_app().await;
+    for word in ["取消", "不用了", "不要了", "cancel", "never mind", "forget it"] {
+        let th = thread(&app.ask("帮我订个酒店", None).await);
+        let events = app.ask(word, Some(&th)).await;
+        done(&events);
+        assert!(session(&app, &th, "u1").await.1["pending"].is_null(), "{word}");
+    }
+}
+
+#[tokio::test]
+async fn a_clarification_expires_after_its_timeout() {
+    let app = spawn_app_with(Setup::default(), |c| c["supervisor"]["clarification_timeout"] = json!("300ms")).await;
+    let th = thread(&app.ask("帮我订个酒店", None).await);
+    let (_, s) = session(&app, &th, "u1").await;
+    assert!(s["pending"]["expires_at"].is_string());
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let events = app.ask("北京，明天入住", Some(&th)).await;
+    let done = done(&events);
+    assert_eq!(of_stage(&events, "intent_done")[0]["metadata"]["state"]["pending_expired"], true);
+    assert!(done["content"].as_str().unwrap().contains("超时"), "{}", done["content"]);
+    assert!(app.calls("hotel_agent").is_empty(), "expired work is not resumed");
+}
+
+#[tokio::test]
+async fn unanswered_asks_escalate_after_max_rounds() {
+    let app = spawn_app_with(Setup::default(), |c| c["supervisor"]["max_clarification_rounds"] = json!(2)).await;
+    let th = thread(&app.ask("帮我订个酒店", None).await);
+    let second = app.ask("嗯嗯", Some(&th)).await;
+    assert_eq!(done(&second)["stage"], "answer");
+    assert_eq!(of_stage(&second, "blocked").len(), 1, "asked again");
+    assert_eq!(session(&app, &th, "u1").await.1["pending"]["rounds"], 2);
+    let third = app.ask("嗯嗯", Some(&th)).await;
+    let done = done(&third);
+    assert_eq!(done["stage"], "escalated");
+    let card = &done["metadata"]["state"]["escalation"];
+    assert_eq!(card["reason"], "clarification_rounds_exhausted");
+    assert_eq!(card["pending"][0]["assigned_agent"], "hotel_agent");
+    assert_eq!(card["last_turns"].as_array().unwrap().len(), 2);
+    assert!(app.calls("hotel_agent").is_empty());
+}
+
+#[tokio::test]
+async fn a_partial_answer_resets_the_round_count() {
+    let app = spawn_app_with(Setup::default(), |c| c["supervisor"]["max_clarification_rounds"] = json!(1)).await;
+    let th = thread(&app.ask("帮我订个酒店", None).await);
+    // Progress (one of two keys) is not an unanswered ask.
+    let second = app.ask("北京", Some(&th)).await;
+    assert_eq!(done(&second)["stage"], "answer");
+    assert_eq!(session(&app, &th, "u1").await.1["pending"]["rounds"], 1);
+}
+
+#[tokio::test]
+async fn consecutive_failed_turns_escalate_and_success_resets_the_count() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let app = spawn_app_with(Setup::default(), |c| {
+        agent_mut(c, "flight_agent")["endpoint"]["url"] = json!(format!("http://{closed}/invoke"));
+        agent_mut(c, "flight_agent")["endpoint"]["retries"] = json!(0);
+    })
+    .await;
+    let th = thread(&app.ask("查航班CA1234", None).await);
+    assert_eq!(session(&app, &th, "u1").await.1["failures"], 1);
+    // A successful turn resets the count.
+    done(&app.ask("上海天气怎么样", Some(&th)).await);
+    assert_eq!(session(&app, &th, "u1").await.1["failures"], 0);
+    let e1 = app.ask("查航班CA1234", Some(&th)).await;
+    assert_eq!(done(&e1)["stage"], "answer");
+    let e2 = app.ask("查航班CA1234", Some(&th)).await;
+    let done = done(&e2);
+    assert_eq!(done["stage"], "escalated");
+    assert_eq!(done["metadata"]["state"]["escalation"]["reason"], "repeated_failures");
+    assert!(done["metadata"]["state"]["escalation"]["summary"].as_str().unwrap().contains("未能完成"));
+}
+
+#[tokio::test]
+async fn a_human_request_carries_an_escalation_card_with_pending_work() {
+    let app = spawn_app().await;
+    let th = thread(&app.ask("帮我订个酒店", None).await);
+    let events = app.ask("我要转人工", Some(&th)).await;
+    let done = done(&events);
+    assert_eq!(done["stage"], "escalated");
+    let card = &done["metadata"]["state"]["escalation"];
+    assert_eq!(card["reason"], "user_requested");
+    assert_eq!(card["last_turns"][0]["query"], "帮我订个酒店");
+    assert_eq!(card["pending"][0]["assigned_agent"], "hotel_agent");
+}
+
+#[tokio::test]
+async fn the_session_api_shows_and_cancels_and_belongs_to_its_user() {
+    let app = spawn_app().await;
+    let th = thread(&app.ask("帮我订个酒店", None).await);
+    let (status, s) = session(&app, &th, "u1").await;
+    assert_eq!(status, 200);
+    assert_eq!(s["thread_id"], json!(th));
+    assert_eq!(s["history"][0]["query"], "帮我订个酒店");
+    assert_eq!(s["pending"]["keys"], json!(["city", "check_in_date"]));
+    assert_eq!(s["pending"]["rounds"], 1);
+    assert!(s["pending"]["expires_at"].is_string());
+
+    assert_eq!(session(&app, &th, "someone-else").await.0, 404);
+    let resp = app.client.get(format!("{}/v1/sessions/{th}", app.base)).send().await.unwrap();
+    assert_eq!(resp.status(), 400);
+    assert_eq!(session(&app, "th_unknown", "u1").await.0, 404);
+
+    let resp = app.client.delete(format!("{}/v1/sessions/{th}?user_id=someone-else", app.base)).send().await.unwrap();
+    assert_eq!(resp.status(), 404);
+    let resp = app.client.delete(format!("{}/v1/sessions/{th}?user_id=u1", app.base)).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["cancelled"][0]["assigned_agent"], "hotel_agent");
+    assert!(session(&app, &th, "u1").await.1["pending"].is_null());
+}
+
+#[tokio::test]
+async fn concurrent_turns_on_one_thread_lose_no_write() {
+    let app = spawn_app().await;
+    let th = "th-concurrent";
+    let turns = (0..4).map(|i| app.ask(if i % 2 == 0 { "谢谢" } else { "你好" }, Some(th)));
+    let results = futures::future::join_all(turns).await;
+    for events in &results {
+        done(events);
+    }
+    let (_, s) = session(&app, th, "u1").await;
+    let history = s["history"].as_array().unwrap();
+    assert_eq!(history.len(), 4, "every turn saved: {s}");
+    let mut ids: Vec<&str> = history.iter().map(|t| t["turn_id"].as_str().unwrap()).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), 4);
+}
