@@ -289,3 +289,62 @@ impl Drop for SessionGuard<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(id: &str) -> Turn {
+        Turn { turn_id: id.into(), query: "q".into(), answer: "a".into(), at: String::new() }
+    }
+
+    #[test]
+    fn a_turn_is_appended_once_and_history_is_bounded() {
+        let mut s = Session::new("u", "t");
+        s.push_turn(turn("a"), 2);
+        s.push_turn(turn("a"), 2);
+        assert_eq!(s.history.len(), 1, "a retried turn is not duplicated");
+        s.push_turn(turn("b"), 2);
+        s.push_turn(turn("c"), 2);
+        let ids: Vec<&str> = s.history.iter().map(|t| t.turn_id.as_str()).collect();
+        assert_eq!(ids, ["b", "c"]);
+    }
+
+    async fn roundtrip(backend: Arc<dyn SessionBackend>) {
+        let store = SessionStore::new(backend.clone(), Duration::from_secs(60));
+        let mut g = store.open("u", "t").await.unwrap();
+        g.session.slots.insert("city".into(), Value::String("北京".into()));
+        g.session.push_turn(turn("x"), 5);
+        let saved = g.session.clone();
+        g.save().await.unwrap();
+        let loaded = store.peek("u", "t").await.unwrap().unwrap();
+        assert_eq!(loaded.slots, saved.slots);
+        assert_eq!(loaded.history, saved.history);
+        assert!(store.peek("other", "t").await.unwrap().is_none(), "keyed by user too");
+        // Saving the same document again changes nothing.
+        backend.save(&loaded, Duration::from_secs(60)).await.unwrap();
+        assert_eq!(store.peek("u", "t").await.unwrap().unwrap().history.len(), 1);
+        // Expiry.
+        backend.save(&loaded, Duration::from_millis(1)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(store.peek("u", "t").await.unwrap().is_none(), "expired sessions are gone");
+    }
+
+    #[tokio::test]
+    async fn memory_backend_roundtrip() {
+        roundtrip(Arc::new(memory::MemoryBackend::default())).await;
+    }
+
+    #[tokio::test]
+    async fn sqlite_backend_roundtrip() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = open_backend(&format!("sqlite://{}", dir.path().join("s.db").display())).await.unwrap();
+        assert_eq!(backend.kind(), "sqlite");
+        roundtrip(backend).await;
+    }
+
+    #[tokio::test]
+    async fn unknown_store_urls_are_rejected() {
+        assert!(matches!(open_backend("postgres://x").await, Err(StoreError::Url(_))));
+    }
+}
