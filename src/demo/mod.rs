@@ -1,45 +1,73 @@
 //! Sample sub-agents of a travel desk, served as real HTTP servers: used by `switchboard demo`
 //! and by the integration tests (which read their [`CallLog`]s).
 //!
-//! Each speaks the sub-agent protocol of DESIGN.md section 6 on `POST /invoke`: the request body
-//! `{task_id, plan_id, session_id, user_id, thread_id, message, inputs, context}` and the reply
-//! `{output, message}`; the pickup agent streams `delta` events then a `result` when asked for
-//! `text/event-stream`. Data is plausible and deterministic (derived from the inputs); replies are
-//! in Chinese when the request's `message` contains CJK, English otherwise.
+//! Each agent speaks the sub-agent protocol of DESIGN.md section 6 on `POST /invoke` (and answers
+//! `GET /healthz`):
+//! - request body `{task_id, plan_id, session_id, user_id, thread_id, message, inputs, context}`;
+//! - reply `200 {"output": {..}, "message": "text for the user"}`;
+//! - with `Accept: text/event-stream`, an SSE stream of `delta` events (`{"text": ..}`) then one
+//!   `result` event (the reply body), or one `error` event (`{"message": ..}`) when the inputs are
+//!   unusable. The pickup agent (configured with protocol `sse`) streams three progress deltas;
+//!   the others, configured as `http`, stream their message as a single delta if asked to;
+//! - a body that is not a JSON object is a `400`, missing or invalid inputs a `422`, both with
+//!   the error shape `{"error": {"code": .., "message": ..}}`.
+//!
+//! | agent | inputs | output |
+//! |---|---|---|
+//! | `flight_agent` | `flight_no` | `flight_no, airline, status, departure_airport, arrival_airport, arrival_time, terminal, city` |
+//! | `pickup_agent` | `airport`, `arrival_time`, `flight_no`? | `driver, car_plate, car_model, airport, pickup_time, meeting_point` |
+//! | `hotel_agent` | `city`, `check_in_date`, `nights`? | `hotel_name, hotel_address, city, check_in_date, nights, price_per_night, currency` |
+//! | `weather_agent` | `city` | `city, forecast[3] {date, condition, high_c, low_c}` |
+//! | `exchange_agent` | `amount`, `currency` | `amount, currency, cny, rate` |
+//!
+//! The data is plausible and deterministic: it derives from the inputs and today's local date
+//! (see `agents.rs`). Output data is Chinese; messages are Chinese when the request's `message`
+//! contains CJK characters, English otherwise. Every call is recorded with its body, headers and
+//! start/finish instants, so tests can prove ordering and concurrency from recorded intervals.
+//!
+//! The input and output JSON Schemas these agents satisfy are `schemas/agents/<id>.*.json`,
+//! referenced from the repository's `agents_config.yaml`; tests below keep them in step.
 
+mod agents;
+
+use std::convert::Infallible;
+use std::fmt;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::sse::{Event, Sse};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use chrono::{Datelike, NaiveDate, NaiveDateTime};
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+use self::agents::{Lang, Reply};
 
 /// The sample agents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SampleAgentKind {
-    /// Flight status (`http`).
+    /// Flight status (protocol `http`).
     Flight,
-    /// Airport pickup (`sse`).
+    /// Airport pickup (protocol `sse`).
     Pickup,
-    /// Hotel booking (`http`).
+    /// Hotel booking (protocol `http`).
     Hotel,
-    /// Weather forecast (`http`).
+    /// Three-day weather forecast (protocol `http`).
     Weather,
-    /// Currency exchange (`http`).
+    /// Foreign currency to CNY (protocol `http`).
     Exchange,
 }
 
 impl SampleAgentKind {
-    /// Every sample agent.
+    /// Every sample agent, in the order of `agents_config.yaml`.
     pub const ALL: [SampleAgentKind; 5] = [Self::Flight, Self::Pickup, Self::Hotel, Self::Weather, Self::Exchange];
 
     /// The agent id used in `agents_config.yaml`.
@@ -59,57 +87,86 @@ impl SampleAgentKind {
     }
 }
 
+impl fmt::Display for SampleAgentKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.agent_id())
+    }
+}
+
 /// Behaviour knobs of a sample agent.
 #[derive(Debug, Clone, Default)]
 pub struct SampleOptions {
-    /// Extra latency before replying (for SSE, spread evenly before each event).
+    /// Extra latency before replying. In SSE mode it is spread evenly before each delta and
+    /// before the final event.
     pub delay: Duration,
 }
 
 /// One request a sample agent received.
 #[derive(Debug, Clone, Serialize)]
 pub struct RecordedCall {
-    /// The JSON body.
+    /// The JSON body; for a body that is not JSON, its text as a JSON string.
     pub body: Value,
-    /// Request headers, names lower-cased.
+    /// Request headers in arrival order, names lower-case.
     pub headers: Vec<(String, String)>,
     /// When the handler began.
     #[serde(skip)]
     pub started: Instant,
-    /// When the reply (for SSE: the `result` event) was about to be sent.
+    /// Just before the reply was sent (SSE: just before the final `result` or `error` event).
     #[serde(skip)]
     pub finished: Instant,
 }
 
-/// The calls a sample agent received, shared with its server.
+impl RecordedCall {
+    /// The first value of a header (name matched case-insensitively).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// The calls a sample agent received, shared between its server and the test that reads it.
 #[derive(Debug, Clone, Default)]
 pub struct CallLog(Arc<Mutex<Vec<RecordedCall>>>);
 
 impl CallLog {
-    /// A copy of every recorded call, in arrival order of completion.
+    /// An empty log.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A copy of every recorded call, in order of completion.
     pub fn calls(&self) -> Vec<RecordedCall> {
-        self.0.lock().map(|c| c.clone()).unwrap_or_default()
+        self.lock().clone()
     }
 
     /// Number of recorded calls.
     pub fn len(&self) -> usize {
-        self.0.lock().map(|c| c.len()).unwrap_or(0)
+        self.lock().len()
     }
 
     /// `true` when no call was recorded.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.lock().is_empty()
+    }
+
+    /// Forgets every recorded call.
+    pub fn clear(&self) {
+        self.lock().clear();
     }
 
     fn push(&self, call: RecordedCall) {
-        if let Ok(mut c) = self.0.lock() {
-            c.push(call);
-        }
+        self.lock().push(call);
+    }
+
+    /// The calls, even if a holder of the lock panicked (the data is append-only).
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<RecordedCall>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
 /// A running sample agent; the server stops when this is dropped.
 pub struct SampleAgentHandle {
+    /// Which sample this is.
+    pub kind: SampleAgentKind,
     /// Where it listens.
     pub addr: SocketAddr,
     /// What it received.
@@ -118,9 +175,19 @@ pub struct SampleAgentHandle {
 }
 
 impl SampleAgentHandle {
-    /// `http://{addr}/invoke`.
+    /// The invoke URL, `http://{addr}/invoke`.
     pub fn url(&self) -> String {
         format!("http://{}/invoke", self.addr)
+    }
+}
+
+impl fmt::Debug for SampleAgentHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SampleAgentHandle")
+            .field("kind", &self.kind)
+            .field("addr", &self.addr)
+            .field("calls", &self.log.len())
+            .finish_non_exhaustive()
     }
 }
 
@@ -130,374 +197,515 @@ impl Drop for SampleAgentHandle {
     }
 }
 
-/// Serves the `kind` sample agent on `listener`.
+/// Serves the `kind` sample agent on `listener` in a background task until the handle is dropped.
 pub async fn spawn_sample_agent(
     kind: SampleAgentKind,
     listener: TcpListener,
     opts: SampleOptions,
 ) -> SampleAgentHandle {
-    let log = CallLog::default();
-    let addr = listener.local_addr().unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 0)));
+    let log = CallLog::new();
+    let addr = match listener.local_addr() {
+        Ok(addr) => addr,
+        Err(e) => {
+            tracing::warn!(agent = %kind, error = %e, "sample agent listener has no local address");
+            SocketAddr::from(([127, 0, 0, 1], 0))
+        }
+    };
     let router = sample_router(kind, opts, log.clone());
     let task = tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, router).await {
-            tracing::error!(error = %e, "sample agent stopped");
+            tracing::error!(agent = %kind, error = %e, "sample agent stopped");
         }
     });
-    SampleAgentHandle { addr, log, task }
+    tracing::debug!(agent = %kind, %addr, "sample agent listening");
+    SampleAgentHandle { kind, addr, log, task }
 }
 
-#[derive(Clone)]
+/// The router of one sample agent: `POST /invoke`, `GET /healthz`; anything else is a JSON 404
+/// or 405. Calls are recorded in `log`.
+pub fn sample_router(kind: SampleAgentKind, opts: SampleOptions, log: CallLog) -> Router {
+    Router::new()
+        .route("/invoke", post(invoke))
+        .route("/healthz", get(healthz))
+        .fallback(|| async { error(StatusCode::NOT_FOUND, "not_found", "no such route; use POST /invoke") })
+        .method_not_allowed_fallback(|| async {
+            error(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "method not allowed")
+        })
+        .with_state(Arc::new(AgentState { kind, opts, log }))
+}
+
 struct AgentState {
     kind: SampleAgentKind,
     opts: SampleOptions,
     log: CallLog,
 }
 
-/// The router of one sample agent: `POST /invoke`, `GET /healthz`.
-pub fn sample_router(kind: SampleAgentKind, opts: SampleOptions, log: CallLog) -> Router {
-    Router::new()
-        .route("/invoke", post(invoke))
-        .route("/healthz", get(|| async { Json(json!({ "status": "ok" })) }))
-        .with_state(AgentState { kind, opts, log })
+/// A call being served: recorded once, when its reply is about to be sent.
+struct Pending {
+    log: CallLog,
+    body: Value,
+    headers: Vec<(String, String)>,
+    started: Instant,
+}
+
+impl Pending {
+    fn finish(self) {
+        let Pending { log, body, headers, started } = self;
+        log.push(RecordedCall { body, headers, started, finished: Instant::now() });
+    }
 }
 
 fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
     (status, Json(json!({ "error": { "code": code, "message": message.into() } }))).into_response()
 }
 
-async fn invoke(State(st): State<AgentState>, headers: HeaderMap, body: Bytes) -> Response {
-    let started = Instant::now();
-    let recorded_headers: Vec<(String, String)> =
-        headers.iter().map(|(k, v)| (k.as_str().to_string(), v.to_str().unwrap_or_default().to_string())).collect();
-    let body: Value = match serde_json::from_slice(&body) {
-        Ok(v @ Value::Object(_)) => v,
-        _ => return error(StatusCode::BAD_REQUEST, "bad_request", "the body is not a JSON object"),
-    };
-    let zh = body["message"].as_str().is_some_and(|m| m.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)));
-    let inputs = body["inputs"].as_object().cloned().unwrap_or_default();
-    let wants_sse =
-        headers.get("accept").and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/event-stream"));
-    let record = move |log: &CallLog| {
-        log.push(RecordedCall {
-            body: body.clone(),
-            headers: recorded_headers.clone(),
-            started,
-            finished: Instant::now(),
-        })
-    };
+async fn healthz(State(st): State<Arc<AgentState>>) -> Json<Value> {
+    Json(json!({ "status": "ok", "agent": st.kind.agent_id() }))
+}
 
-    if st.kind == SampleAgentKind::Pickup && wants_sse {
-        return pickup_stream(st, inputs, zh, record).await;
+async fn invoke(
+    State(st): State<Arc<AgentState>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let started = Instant::now();
+    let recorded_headers = headers
+        .iter()
+        .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+        .collect();
+    let mut pending = Pending { log: st.log.clone(), body: Value::Null, headers: recorded_headers, started };
+
+    let bytes = match body {
+        Ok(bytes) => bytes,
+        Err(rejection) => {
+            let status = rejection.status();
+            let code = if status == StatusCode::PAYLOAD_TOO_LARGE { "payload_too_large" } else { "bad_request" };
+            pending.finish();
+            return error(status, code, rejection.body_text());
+        }
+    };
+    let body = match serde_json::from_slice::<Value>(&bytes) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(other) => {
+            pending.body = other;
+            pending.finish();
+            return error(StatusCode::BAD_REQUEST, "bad_request", "the body must be a JSON object");
+        }
+        Err(e) => {
+            pending.body = Value::String(String::from_utf8_lossy(&bytes).into_owned());
+            pending.finish();
+            return error(StatusCode::BAD_REQUEST, "bad_request", format!("the body is not valid JSON: {e}"));
+        }
+    };
+    let lang = Lang::of_request(&body);
+    let result = agents::run(st.kind, &body, lang);
+    pending.body = body;
+
+    if wants_sse(&headers) {
+        return stream(st.opts.delay, result, pending);
     }
     tokio::time::sleep(st.opts.delay).await;
-    let result = match st.kind {
-        SampleAgentKind::Flight => flight(&inputs, zh),
-        SampleAgentKind::Pickup => pickup(&inputs, zh).map(|(_, reply)| reply),
-        SampleAgentKind::Hotel => hotel(&inputs, zh),
-        SampleAgentKind::Weather => weather(&inputs, zh),
-        SampleAgentKind::Exchange => exchange(&inputs, zh),
-    };
-    record(&st.log);
+    pending.finish();
     match result {
-        Ok(reply) => Json(reply).into_response(),
-        Err(msg) => error(StatusCode::UNPROCESSABLE_ENTITY, "invalid_inputs", msg),
+        Ok(reply) => Json(reply.body()).into_response(),
+        Err(message) => error(StatusCode::UNPROCESSABLE_ENTITY, "invalid_inputs", message),
     }
 }
 
-async fn pickup_stream(
-    st: AgentState,
-    inputs: Map<String, Value>,
-    zh: bool,
-    record: impl FnOnce(&CallLog) + Send + 'static,
-) -> Response {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Event>(8);
+fn wants_sse(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|a| a.to_ascii_lowercase().contains("text/event-stream")))
+}
+
+/// The SSE reply: `delta` events then `result`, or a single `error`, with `delay` spread evenly
+/// before each event. The call is recorded just before the final event.
+fn stream(delay: Duration, result: Result<Reply, String>, pending: Pending) -> Response {
+    let (tx, rx) = mpsc::channel::<Result<Event, Infallible>>(8);
     tokio::spawn(async move {
-        let step = st.opts.delay / 4;
-        match pickup(&inputs, zh) {
-            Ok((deltas, reply)) => {
-                for text in deltas {
-                    tokio::time::sleep(step).await;
-                    if tx.send(Event::default().event("delta").data(json!({ "text": text }).to_string())).await.is_err()
-                    {
-                        return;
-                    }
-                }
-                tokio::time::sleep(step).await;
-                record(&st.log);
-                let _ = tx.send(Event::default().event("result").data(reply.to_string())).await;
-            }
-            Err(msg) => {
-                record(&st.log);
-                let _ = tx.send(Event::default().event("error").data(json!({ "message": msg }).to_string())).await;
+        let (deltas, last) = match &result {
+            Ok(reply) => (reply.deltas.as_slice(), Event::default().event("result").data(reply.body().to_string())),
+            Err(message) => (&[][..], Event::default().event("error").data(json!({ "message": message }).to_string())),
+        };
+        let step = delay / u32::try_from(deltas.len() + 1).unwrap_or(1);
+        for text in deltas {
+            tokio::time::sleep(step).await;
+            let ev = Event::default().event("delta").data(json!({ "text": text }).to_string());
+            if tx.send(Ok(ev)).await.is_err() {
+                // The caller went away; the call still happened.
+                pending.finish();
+                return;
             }
         }
+        tokio::time::sleep(step).await;
+        pending.finish();
+        let _ = tx.send(Ok(last)).await;
     });
-    let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
-    Sse::new(futures::StreamExt::map(stream, Ok::<_, std::convert::Infallible>)).into_response()
-}
-
-fn text<'a>(inputs: &'a Map<String, Value>, key: &str) -> Result<&'a str, String> {
-    inputs.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()).ok_or_else(|| format!("missing input {key:?}"))
-}
-
-/// A stable small number from a string (FNV-1a), for deterministic sample data.
-fn seed(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
-}
-
-fn today() -> NaiveDate {
-    chrono::Local::now().date_naive()
-}
-
-fn flight(inputs: &Map<String, Value>, zh: bool) -> Result<Value, String> {
-    let no = text(inputs, "flight_no")?.to_ascii_uppercase();
-    let s = seed(&no);
-    let (airline_zh, airline_en) = match &no[..2] {
-        "CA" => ("中国国际航空", "Air China"),
-        "CZ" => ("中国南方航空", "China Southern"),
-        "MU" => ("中国东方航空", "China Eastern"),
-        "HU" => ("海南航空", "Hainan Airlines"),
-        _ => ("合作航空公司", "Partner Airline"),
-    };
-    // (departure, arrival, English departure, English arrival, arrival city, English city)
-    const ROUTES: [(&str, &str, &str, &str, &str, &str); 4] = [
-        ("上海浦东国际机场", "深圳宝安国际机场", "Shanghai Pudong", "Shenzhen Bao'an", "深圳", "Shenzhen"),
-        ("成都天府国际机场", "北京大兴国际机场", "Chengdu Tianfu", "Beijing Daxing", "北京", "Beijing"),
-        ("北京首都国际机场", "广州白云国际机场", "Beijing Capital", "Guangzhou Baiyun", "广州", "Guangzhou"),
-        ("杭州萧山国际机场", "西安咸阳国际机场", "Hangzhou Xiaoshan", "Xi'an Xianyang", "西安", "Xi'an"),
-    ];
-    // The route follows the flight number (CA1234 lands at Guangzhou Baiyun, as in the demo query).
-    let number: u64 = no[2..].parse().unwrap_or(s);
-    let route = ROUTES[(number % 4) as usize];
-    let (hour, minute) = (8 + (s / 7 % 13), (s / 3 % 12) * 5);
-    let arrival = format!("{}T{hour:02}:{minute:02}", today());
-    let terminal = format!("T{}", 1 + s % 3);
-    let (status_zh, status_en) =
-        if s % 5 == 0 { ("延误约20分钟", "delayed about 20 minutes") } else { ("准点", "on time") };
-    let (dep, arr, city, airline, status) = if zh {
-        (route.0, route.1, route.4, airline_zh, status_zh)
-    } else {
-        (route.2, route.3, route.5, airline_en, status_en)
-    };
-    let message = if zh {
-        format!("航班 {no}（{airline}）状态{status}，预计 {} {hour:02}:{minute:02} 抵达{arr} {terminal}。", today())
-    } else {
-        format!(
-            "Flight {no} ({airline}) is {status}, expected at {arr} {terminal} on {} at {hour:02}:{minute:02}.",
-            today()
-        )
-    };
-    Ok(json!({
-        "output": { "flight_no": no, "airline": airline, "status": status, "departure_airport": dep,
-                    "arrival_airport": arr, "arrival_time": arrival, "terminal": terminal, "city": city },
-        "message": message,
-    }))
-}
-
-/// The pickup agent's deltas and final reply.
-fn pickup(inputs: &Map<String, Value>, zh: bool) -> Result<(Vec<String>, Value), String> {
-    let airport = text(inputs, "airport")?;
-    let arrival = text(inputs, "arrival_time")?;
-    let at = NaiveDateTime::parse_from_str(arrival, "%Y-%m-%dT%H:%M")
-        .or_else(|_| NaiveDateTime::parse_from_str(arrival, "%Y-%m-%dT%H:%M:%S"))
-        .map_err(|_| format!("arrival_time {arrival:?} is not YYYY-MM-DDTHH:MM"))?;
-    let pickup_at = (at + chrono::Duration::minutes(30)).format("%Y-%m-%dT%H:%M").to_string();
-    let s = seed(&format!("{airport}{arrival}"));
-    const DRIVERS: [(&str, &str); 4] =
-        [("张师傅", "Mr. Zhang"), ("李师傅", "Mr. Li"), ("王师傅", "Mr. Wang"), ("陈师傅", "Mr. Chen")];
-    let driver = DRIVERS[(s % 4) as usize];
-    let plate = format!("粤A·{}K{:03}", 1 + s % 9, s % 1000);
-    let gate = 1 + s % 8;
-    let (driver, car, meeting, deltas) = if zh {
-        (
-            driver.0,
-            "大众帕萨特",
-            format!("到达层 {gate} 号门"),
-            vec![
-                format!("正在为您匹配{airport}附近的司机…"),
-                format!("已为您找到司机{}（{plate}），车型：大众帕萨特。", driver.0),
-                format!("司机将在 {} 前在到达层 {gate} 号门等候。", &pickup_at[11..]),
-            ],
-        )
-    } else {
-        (
-            driver.1,
-            "Volkswagen Passat",
-            format!("arrivals hall, gate {gate}"),
-            vec![
-                format!("Looking for a driver near {airport}…"),
-                format!("Driver {} ({plate}) assigned, car: Volkswagen Passat.", driver.1),
-                format!("Your driver will wait at arrivals gate {gate} by {}.", &pickup_at[11..]),
-            ],
-        )
-    };
-    let message = if zh {
-        format!("已安排{airport}接机：司机{driver}（{plate}），{} 在{meeting}等候。", pickup_at.replace('T', " "))
-    } else {
-        format!(
-            "Pickup at {airport} booked: {driver} ({plate}) will wait at the {meeting} at {}.",
-            pickup_at.replace('T', " ")
-        )
-    };
-    let reply = json!({
-        "output": { "driver": driver, "car_plate": plate, "car_model": car, "airport": airport,
-                    "pickup_time": pickup_at, "meeting_point": meeting },
-        "message": message,
-    });
-    Ok((deltas, reply))
-}
-
-fn hotel(inputs: &Map<String, Value>, zh: bool) -> Result<Value, String> {
-    let city = text(inputs, "city")?;
-    let date = text(inputs, "check_in_date")?;
-    NaiveDate::parse_from_str(date, "%Y-%m-%d").map_err(|_| format!("check_in_date {date:?} is not YYYY-MM-DD"))?;
-    let nights = inputs.get("nights").and_then(Value::as_u64).unwrap_or(1).max(1);
-    let s = seed(city);
-    const HOTELS: [(&str, &str); 3] =
-        [("锦江之星", "Jinjiang Inn"), ("全季酒店", "JI Hotel"), ("亚朵酒店", "Atour Hotel")];
-    let brand = HOTELS[(s % 3) as usize];
-    let price = 300 + (s % 8) * 40;
-    let number = 1 + s % 199;
-    let (name, address) = if zh {
-        (format!("{}（{city}中心店）", brand.0), format!("{city}市中心人民路{number}号"))
-    } else {
-        (format!("{} {city} Central", brand.1), format!("{number} Renmin Road, {city}"))
-    };
-    let message = if zh {
-        format!("已为您预订{name}，{date} 入住 {nights} 晚，每晚 {price} 元，地址：{address}。")
-    } else {
-        format!("Booked {name} from {date} for {nights} night(s) at CNY {price} per night; address: {address}.")
-    };
-    Ok(json!({
-        "output": { "hotel_name": name, "hotel_address": address, "city": city, "check_in_date": date,
-                    "nights": nights, "price_per_night": price, "currency": "CNY" },
-        "message": message,
-    }))
-}
-
-fn weather(inputs: &Map<String, Value>, zh: bool) -> Result<Value, String> {
-    let city = text(inputs, "city")?;
-    let s = seed(city);
-    const CONDITIONS: [(&str, &str); 4] =
-        [("晴", "sunny"), ("多云", "cloudy"), ("小雨", "light rain"), ("阴", "overcast")];
-    let base = 8 + (s % 15) as i64;
-    let start = today();
-    let forecast: Vec<Value> = (0..3)
-        .map(|d| {
-            let date = start + chrono::Duration::days(d);
-            let c = CONDITIONS[((s + d as u64 + u64::from(date.ordinal())) % 4) as usize];
-            json!({ "date": date.to_string(), "condition": if zh { c.0 } else { c.1 },
-                    "high_c": base + 6 - d, "low_c": base - 2 - d })
-        })
-        .collect();
-    let first = &forecast[0];
-    let message = if zh {
-        format!(
-            "{city}今天{}，{}~{}°C；未来三天预报已为您列出。",
-            first["condition"].as_str().unwrap_or_default(),
-            first["low_c"],
-            first["high_c"]
-        )
-    } else {
-        format!(
-            "{city} today: {}, {}-{}°C; the 3-day forecast is attached.",
-            first["condition"].as_str().unwrap_or_default(),
-            first["low_c"],
-            first["high_c"]
-        )
-    };
-    Ok(json!({ "output": { "city": city, "forecast": forecast }, "message": message }))
-}
-
-fn exchange(inputs: &Map<String, Value>, zh: bool) -> Result<Value, String> {
-    let amount = inputs
-        .get("amount")
-        .and_then(Value::as_f64)
-        .filter(|a| *a > 0.0)
-        .ok_or("missing or non-positive input \"amount\"")?;
-    let currency = text(inputs, "currency")?;
-    let (code, rate) = match currency {
-        "USD" | "美元" => ("USD", 7.12),
-        "EUR" | "欧元" => ("EUR", 7.74),
-        "JPY" | "日元" => ("JPY", 0.048),
-        "HKD" | "港币" => ("HKD", 0.91),
-        "GBP" | "英镑" => ("GBP", 9.02),
-        other => return Err(format!("unknown currency {other:?}")),
-    };
-    let cny = (amount * rate * 100.0).round() / 100.0;
-    let message = if zh {
-        format!("{amount} {code} 约合人民币 {cny:.2} 元（汇率 {rate}）。")
-    } else {
-        format!("{amount} {code} is about CNY {cny:.2} (rate {rate}).")
-    };
-    Ok(json!({ "output": { "amount": amount, "currency": code, "cny": cny, "rate": rate }, "message": message }))
+    Sse::new(tokio_stream::wrappers::ReceiverStream::new(rx)).keep_alive(KeepAlive::default()).into_response()
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::{Path, PathBuf};
+
+    use futures::StreamExt;
+
     use super::*;
 
-    async fn call(kind: SampleAgentKind, body: Value, sse: bool) -> (SampleAgentHandle, reqwest::Response) {
+    async fn spawn(kind: SampleAgentKind, delay: Duration) -> SampleAgentHandle {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let h = spawn_sample_agent(kind, listener, SampleOptions::default()).await;
-        let accept = if sse { "text/event-stream" } else { "application/json" };
-        let resp = reqwest::Client::new().post(h.url()).header("accept", accept).json(&body).send().await.unwrap();
-        (h, resp)
+        spawn_sample_agent(kind, listener, SampleOptions { delay }).await
+    }
+
+    /// A supervisor-shaped request body.
+    fn request(message: &str, inputs: Value) -> Value {
+        json!({
+            "task_id": "plan_1_task_1", "plan_id": "plan_1", "session_id": "s1", "user_id": "u1",
+            "thread_id": "th1", "message": message, "inputs": inputs, "context": { "dependencies": {} },
+        })
+    }
+
+    fn sample_inputs(kind: SampleAgentKind) -> Value {
+        match kind {
+            SampleAgentKind::Flight => json!({ "flight_no": "CA1234" }),
+            SampleAgentKind::Pickup => json!({ "airport": "白云机场", "arrival_time": "2026-12-01T14:30" }),
+            SampleAgentKind::Hotel => json!({ "city": "北京", "check_in_date": "2026-12-01", "nights": 2 }),
+            SampleAgentKind::Weather => json!({ "city": "上海" }),
+            SampleAgentKind::Exchange => json!({ "amount": 1000, "currency": "美元" }),
+        }
+    }
+
+    fn repo() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    }
+
+    fn read_json(path: &Path) -> Value {
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    fn validator(schema: &Value) -> jsonschema::Validator {
+        jsonschema::options().should_validate_formats(true).build(schema).unwrap()
+    }
+
+    fn output_schema(kind: SampleAgentKind) -> jsonschema::Validator {
+        validator(&read_json(&repo().join(format!("schemas/agents/{}.output.json", kind.agent_id()))))
+    }
+
+    fn assert_valid(v: &jsonschema::Validator, instance: &Value, what: &str) {
+        let errors: Vec<String> = v.iter_errors(instance).map(|e| format!("{e} at {}", e.instance_path())).collect();
+        assert!(errors.is_empty(), "{what}: {errors:?}\n{instance:#}");
+    }
+
+    /// The SSE events of a response body: (event, data) pairs; comments skipped.
+    fn parse_sse(text: &str) -> Vec<(String, Value)> {
+        text.replace("\r\n", "\n")
+            .split("\n\n")
+            .filter_map(|block| {
+                let mut event = String::from("message");
+                let mut data = Vec::new();
+                for line in block.lines() {
+                    if let Some(e) = line.strip_prefix("event:") {
+                        event = e.trim().to_string();
+                    } else if let Some(d) = line.strip_prefix("data:") {
+                        data.push(d.strip_prefix(' ').unwrap_or(d));
+                    }
+                }
+                (!data.is_empty()).then(|| (event, serde_json::from_str(&data.join("\n")).unwrap()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn agent_ids_round_trip() {
+        for kind in SampleAgentKind::ALL {
+            assert_eq!(SampleAgentKind::from_agent_id(kind.agent_id()), Some(kind));
+            assert_eq!(kind.to_string(), kind.agent_id());
+        }
+        assert_eq!(SampleAgentKind::from_agent_id("limo_agent"), None);
     }
 
     #[tokio::test]
-    async fn each_agent_replies_and_records() {
-        let cases = [
-            (SampleAgentKind::Flight, json!({ "flight_no": "CA1234" }), "arrival_time"),
-            (SampleAgentKind::Hotel, json!({ "city": "北京", "check_in_date": "2026-12-01" }), "hotel_address"),
-            (SampleAgentKind::Weather, json!({ "city": "上海" }), "forecast"),
-            (SampleAgentKind::Exchange, json!({ "amount": 100, "currency": "美元" }), "cny"),
-            (
-                SampleAgentKind::Pickup,
-                json!({ "airport": "白云机场", "arrival_time": "2026-12-01T14:30" }),
-                "pickup_time",
-            ),
-        ];
-        for (kind, inputs, field) in cases {
-            let (h, resp) = call(kind, json!({ "message": "测试", "inputs": inputs }), false).await;
-            assert_eq!(resp.status(), 200, "{kind:?}");
-            let v: Value = resp.json().await.unwrap();
-            assert!(
-                v["output"][field].is_string() || v["output"][field].is_array() || v["output"][field].is_number(),
-                "{kind:?}: {v}"
-            );
-            assert!(v["message"].as_str().is_some_and(|m| !m.is_empty()));
-            assert_eq!(h.log.len(), 1);
+    async fn each_agent_replies_with_its_output_schema_and_records_the_call() {
+        let client = reqwest::Client::new();
+        for kind in SampleAgentKind::ALL {
+            let h = spawn(kind, Duration::ZERO).await;
+            assert_eq!(h.kind, kind);
+            let body = request("帮我处理一下", sample_inputs(kind));
+            let resp = client
+                .post(h.url())
+                .header("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(resp.status(), 200, "{kind}");
+            assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("application/json"));
+            let reply: Value = resp.json().await.unwrap();
+            assert_eq!(reply.as_object().unwrap().len(), 2, "{kind}: {reply}");
+            assert_valid(&output_schema(kind), &reply["output"], kind.agent_id());
+            let message = reply["message"].as_str().unwrap();
+            assert!(message.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)), "{kind}: Chinese: {message}");
+
+            let calls = h.log.calls();
+            assert_eq!((calls.len(), h.log.len(), h.log.is_empty()), (1, 1, false));
+            assert_eq!(calls[0].body, body);
+            assert_eq!(calls[0].header("TraceParent"), Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"));
+            assert!(calls[0].started <= calls[0].finished);
+            let recorded = serde_json::to_value(&calls[0]).unwrap();
+            assert_eq!(recorded.as_object().unwrap().keys().collect::<Vec<_>>(), ["body", "headers"]);
+            h.log.clear();
+            assert!(h.log.is_empty());
         }
     }
 
     #[tokio::test]
-    async fn bad_inputs_are_422_and_bad_json_400() {
-        let (_h, resp) =
-            call(SampleAgentKind::Hotel, json!({ "message": "x", "inputs": { "city": "北京" } }), false).await;
-        assert_eq!(resp.status(), 422);
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let h = spawn_sample_agent(SampleAgentKind::Flight, listener, SampleOptions::default()).await;
-        let resp = reqwest::Client::new().post(h.url()).body("{oops").send().await.unwrap();
-        assert_eq!(resp.status(), 400);
+    async fn messages_are_english_without_cjk() {
+        let h = spawn(SampleAgentKind::Flight, Duration::ZERO).await;
+        let reply: Value = reqwest::Client::new()
+            .post(h.url())
+            .json(&request("status of flight CA1234?", json!({ "flight_no": "CA1234" })))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let message = reply["message"].as_str().unwrap();
+        assert!(message.starts_with("Flight CA1234 (Air China)"), "{message}");
+        assert!(message.contains("Guangzhou Baiyun International Airport"), "{message}");
+        // Output data does not depend on the language.
+        assert_eq!(reply["output"]["arrival_airport"], "广州白云国际机场");
     }
 
     #[tokio::test]
-    async fn pickup_streams_deltas_then_result() {
-        let body =
-            json!({ "message": "接机", "inputs": { "airport": "白云机场", "arrival_time": "2026-12-01T14:30" } });
-        let (h, resp) = call(SampleAgentKind::Pickup, body, true).await;
-        let text = resp.text().await.unwrap();
-        let events: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("event: ")).collect();
-        assert_eq!(events, ["delta", "delta", "delta", "result"]);
-        assert!(text.contains("2026-12-01T15:00"), "pickup 30 minutes after arrival: {text}");
+    async fn malformed_bodies_are_400_and_bad_inputs_422() {
+        let client = reqwest::Client::new();
+        let h = spawn(SampleAgentKind::Hotel, Duration::ZERO).await;
+        for bad in ["{oops", "[1, 2]", "", "\"text\""] {
+            let resp = client.post(h.url()).header("content-type", "application/json").body(bad).send().await.unwrap();
+            assert_eq!(resp.status(), 400, "{bad:?}");
+            let err: Value = resp.json().await.unwrap();
+            assert_eq!(err["error"]["code"], "bad_request");
+            assert!(err["error"]["message"].as_str().is_some_and(|m| !m.is_empty()));
+        }
+        assert_eq!(h.log.len(), 4, "malformed calls are recorded too");
+        assert_eq!(h.log.calls()[0].body, json!("{oops"));
+
+        for inputs in [json!({}), json!({ "city": "北京" }), json!({ "city": "火星", "check_in_date": "2026-12-01" })]
+        {
+            let resp = client.post(h.url()).json(&request("订酒店", inputs.clone())).send().await.unwrap();
+            assert_eq!(resp.status(), 422, "{inputs}");
+            let err: Value = resp.json().await.unwrap();
+            assert_eq!(err["error"]["code"], "invalid_inputs");
+            assert!(err["error"]["message"].as_str().unwrap().starts_with("输入有误"), "{err}");
+        }
+        let resp = client.post(h.url()).json(&json!({ "message": "hotel" })).send().await.unwrap();
+        assert_eq!(resp.status(), 422);
+        let err: Value = resp.json().await.unwrap();
+        assert!(err["error"]["message"].as_str().unwrap().contains("missing input `city`"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn other_routes_answer_json() {
+        let client = reqwest::Client::new();
+        let h = spawn(SampleAgentKind::Weather, Duration::ZERO).await;
+        let base = format!("http://{}", h.addr);
+        let health: Value = client.get(format!("{base}/healthz")).send().await.unwrap().json().await.unwrap();
+        assert_eq!(health, json!({ "status": "ok", "agent": "weather_agent" }));
+        let resp = client.get(format!("{base}/nope")).send().await.unwrap();
+        assert_eq!(resp.status(), 404);
+        assert_eq!(resp.json::<Value>().await.unwrap()["error"]["code"], "not_found");
+        let resp = client.get(h.url()).send().await.unwrap();
+        assert_eq!(resp.status(), 405);
+        assert_eq!(resp.json::<Value>().await.unwrap()["error"]["code"], "method_not_allowed");
+        assert!(h.log.is_empty());
+    }
+
+    #[tokio::test]
+    async fn pickup_streams_three_deltas_then_the_result() {
+        let h = spawn(SampleAgentKind::Pickup, Duration::ZERO).await;
+        let body = request("安排白云机场接机", sample_inputs(SampleAgentKind::Pickup));
+        let resp = reqwest::Client::new()
+            .post(h.url())
+            .header("accept", "text/event-stream")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+        let events = parse_sse(&resp.text().await.unwrap());
+        let names: Vec<&str> = events.iter().map(|(e, _)| e.as_str()).collect();
+        assert_eq!(names, ["delta", "delta", "delta", "result"]);
+        assert_eq!(events[0].1, json!({ "text": "正在为您匹配白云机场附近的司机…" }));
+        for (_, data) in &events[..3] {
+            assert!(data["text"].as_str().is_some_and(|t| !t.is_empty()), "{data}");
+        }
+        let result = &events[3].1;
+        assert_valid(&output_schema(SampleAgentKind::Pickup), &result["output"], "pickup result");
+        assert_eq!(result["output"]["pickup_time"], "2026-12-01T15:00");
+        assert!(result["message"].as_str().unwrap().starts_with("已为您安排"), "{result}");
+
+        // The same request as plain JSON gives the same result.
+        let plain: Value = reqwest::Client::new().post(h.url()).json(&body).send().await.unwrap().json().await.unwrap();
+        assert_eq!(&plain, result);
+        assert_eq!(h.log.len(), 2);
+        assert_eq!(h.log.calls()[0].header("accept"), Some("text/event-stream"));
+    }
+
+    #[tokio::test]
+    async fn pickup_reports_bad_inputs_as_an_error_event() {
+        let h = spawn(SampleAgentKind::Pickup, Duration::ZERO).await;
+        let resp = reqwest::Client::new()
+            .post(h.url())
+            .header("accept", "text/event-stream")
+            .json(&request("pickup please", json!({ "airport": "Mars Airport" })))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let events = parse_sse(&resp.text().await.unwrap());
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0].0, "error");
+        let message = events[0].1["message"].as_str().unwrap();
+        assert!(message.contains("airport") && message.contains("arrival_time"), "{message}");
         assert_eq!(h.log.len(), 1);
     }
 
+    #[tokio::test]
+    async fn the_delay_is_spread_across_the_events() {
+        let delay = Duration::from_millis(200);
+        let h = spawn(SampleAgentKind::Pickup, delay).await;
+        let body = request("接机", sample_inputs(SampleAgentKind::Pickup));
+        let t0 = Instant::now();
+        let resp = reqwest::Client::new()
+            .post(h.url())
+            .header("accept", "text/event-stream")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let mut chunks = resp.bytes_stream();
+        let mut arrivals = Vec::new();
+        let mut text = String::new();
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk.unwrap();
+            let s = String::from_utf8_lossy(&chunk);
+            for _ in s.matches("event:") {
+                arrivals.push(t0.elapsed());
+            }
+            text.push_str(&s);
+        }
+        assert_eq!(parse_sse(&text).len(), 4);
+        assert!(arrivals[0] >= delay / 4, "first delta after a quarter of the delay: {arrivals:?}");
+        assert!(*arrivals.last().unwrap() >= delay, "result after the whole delay: {arrivals:?}");
+        let call = &h.log.calls()[0];
+        assert!(call.finished - call.started >= delay);
+
+        // Plain JSON: the whole delay before the reply.
+        let h = spawn(SampleAgentKind::Exchange, delay).await;
+        let t0 = Instant::now();
+        let resp = reqwest::Client::new()
+            .post(h.url())
+            .json(&request("换汇", sample_inputs(SampleAgentKind::Exchange)))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        assert!(t0.elapsed() >= delay);
+        let call = &h.log.calls()[0];
+        assert!(call.finished - call.started >= delay);
+    }
+
+    #[tokio::test]
+    async fn a_pickup_after_a_flight_uses_the_flight_output() {
+        let client = reqwest::Client::new();
+        let flight = spawn(SampleAgentKind::Flight, Duration::ZERO).await;
+        let pickup = spawn(SampleAgentKind::Pickup, Duration::ZERO).await;
+        let f: Value = client
+            .post(flight.url())
+            .json(&request("查航班CA1234", json!({ "flight_no": "CA1234" })))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let mut body =
+            request("安排白云机场接机", json!({ "airport": "白云机场", "arrival_time": f["output"]["arrival_time"] }));
+        body["context"]["dependencies"]["plan_1_task_1"] = f["output"].clone();
+        let p: Value = client.post(pickup.url()).json(&body).send().await.unwrap().json().await.unwrap();
+        let terminal = f["output"]["terminal"].as_str().unwrap();
+        assert!(p["output"]["meeting_point"].as_str().unwrap().starts_with(terminal), "{p}");
+        assert!(p["message"].as_str().unwrap().contains("航班 CA1234"), "{p}");
+    }
+
+    /// The demo config files agree with each other and with the agents: every schema compiles,
+    /// semantic keys are input properties, produced keys are required outputs, widgets exist, and
+    /// every value of the config's lists is accepted by the agents that use it.
     #[test]
-    fn data_is_deterministic() {
-        let inputs: Map<String, Value> = serde_json::from_value(json!({ "flight_no": "MU5101" })).unwrap();
-        assert_eq!(flight(&inputs, true).unwrap(), flight(&inputs, true).unwrap());
+    fn demo_config_files_agree_with_the_agents() {
+        let root = repo();
+        let config: Value =
+            serde_yaml_ng::from_str(&std::fs::read_to_string(root.join("agents_config.yaml")).unwrap()).unwrap();
+        let widgets = read_json(&root.join(config["widgets_map"].as_str().unwrap()));
+        assert_valid(&validator(&read_json(&root.join("schemas/widgets_map.schema.json"))), &widgets, "widgets_map");
+        let lists = config["lists"].as_object().unwrap();
+
+        let agents = config["agents"].as_array().unwrap();
+        assert_eq!(agents.len(), SampleAgentKind::ALL.len());
+        for (kind, agent) in SampleAgentKind::ALL.into_iter().zip(agents) {
+            let id = kind.agent_id();
+            assert_eq!(agent["id"], id);
+            let protocol = if kind == SampleAgentKind::Pickup { "sse" } else { "http" };
+            assert_eq!(agent["endpoint"]["protocol"], protocol, "{id}");
+            let input = read_json(&root.join(agent["input_schema"].as_str().unwrap()));
+            let output = read_json(&root.join(agent["output_schema"].as_str().unwrap()));
+            let (input_v, output_v) = (validator(&input), validator(&output));
+            assert_eq!(input["properties"]["message"]["type"], "string", "{id}");
+
+            let keys = agent["required_semantic_keys"].as_array().unwrap();
+            let required: Vec<&str> =
+                input["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+            assert_eq!(required, keys.iter().map(|k| k["key"].as_str().unwrap()).collect::<Vec<_>>(), "{id}");
+            let mut example_inputs = serde_json::Map::new();
+            for k in keys {
+                let key = k["key"].as_str().unwrap();
+                let fields: Vec<&String> = k.as_object().unwrap().keys().collect();
+                assert_eq!(fields, ["key", "description", "widget", "extract", "example"], "{id}.{key}");
+                assert!(input["properties"][key].is_object(), "{id}: {key} is an input property");
+                let widget = k["widget"].as_str().unwrap();
+                assert!(widgets[widget].is_object(), "{id}.{key}: widget {widget} exists");
+                example_inputs.insert(key.to_string(), k["example"].clone());
+                if let Some(list) = k["extract"]["values_from"].as_str() {
+                    let values = lists[list].as_array().unwrap_or_else(|| panic!("list {list}"));
+                    assert_eq!(&input["properties"][key]["enum"], &lists[list], "{id}.{key}: enum = list {list}");
+                    // Every listed value is accepted by the agent.
+                    for value in values {
+                        let mut inputs = sample_inputs(kind);
+                        inputs[key] = value.clone();
+                        let body = request("测试", inputs);
+                        assert!(agents::run(kind, &body, Lang::Zh).is_ok(), "{id} accepts {key} = {value}");
+                    }
+                }
+            }
+            // The examples form a valid input, and the agent's output for it is a valid output
+            // that carries every produced key.
+            assert_valid(&input_v, &Value::Object(example_inputs.clone()), &format!("{id} examples"));
+            let reply = agents::run(kind, &request("测试", Value::Object(example_inputs)), Lang::Zh).unwrap();
+            assert_valid(&output_v, &reply.output, &format!("{id} output"));
+            let out_required: Vec<&str> =
+                output["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+            for produced in agent["produces"].as_array().unwrap() {
+                assert!(out_required.contains(&produced.as_str().unwrap()), "{id}: produces {produced} is required");
+            }
+            let mut reply_keys: Vec<&String> = reply.output.as_object().unwrap().keys().collect();
+            let mut schema_keys: Vec<&String> = output["properties"].as_object().unwrap().keys().collect();
+            reply_keys.sort();
+            schema_keys.sort();
+            assert_eq!(reply_keys, schema_keys, "{id}: the output schema describes exactly the output");
+        }
     }
 }
