@@ -43,6 +43,8 @@ pub struct AppOptions {
     pub store: String,
     /// Sessions expire this long after their last turn.
     pub session_ttl: std::time::Duration,
+    /// The model for LLM mode (`None`: rule planner only).
+    pub llm: Option<crate::llm::LlmSettings>,
     /// Reload when the config files change. `SIGHUP` and `POST /v1/admin/reload` reload either
     /// way.
     pub watch_files: bool,
@@ -56,6 +58,7 @@ impl Default for AppOptions {
         Self {
             store: "memory://".into(),
             session_ttl: std::time::Duration::from_secs(24 * 3600),
+            llm: None,
             watch_files: false,
             admin_token: None,
         }
@@ -74,7 +77,7 @@ pub async fn build_state(config: &Path, opts: AppOptions) -> Result<AppState, St
     let sessions = Arc::new(SessionStore::new(backend, opts.session_ttl));
     let reloader = reload::spawn(registry.clone(), config.to_path_buf(), opts.watch_files)?;
     Ok(AppState {
-        supervisor: Supervisor::new(registry, sessions),
+        supervisor: Supervisor::new(registry, sessions).with_llm(opts.llm),
         reloader,
         admin_token: opts.admin_token.filter(|t| !t.is_empty()).map(Into::into),
     })

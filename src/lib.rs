@@ -12,6 +12,7 @@
 //! - [`reload`]: the watcher and the single reload loop (files, `SIGHUP`, admin endpoint).
 //! - [`session`]: per-thread memory, slots and the pending clarification.
 //! - [`planner`]: intents, semantic keys, the task plan (pure: no IO).
+//! - [`llm`]: LLM mode: intent + rewrite, planning and summary from an OpenAI-compatible model.
 //! - [`executor`]: runs a plan as a DAG.
 //! - [`dispatch`]: the only code that calls sub-agents (`http`, `sse`).
 //! - [`summarize`]: the user-facing texts.
@@ -29,6 +30,7 @@ pub mod demo;
 pub mod dispatch;
 pub mod events;
 pub mod executor;
+pub mod llm;
 pub mod planner;
 pub mod registry;
 pub mod reload;

@@ -178,6 +178,7 @@ fn options(store: StoreArgs) -> AppOptions {
     AppOptions {
         store: store.store,
         session_ttl: store.session_ttl,
+        llm: switchboard::llm::LlmSettings::from_env(),
         watch_files: true,
         admin_token: std::env::var("SWITCHBOARD_ADMIN_TOKEN").ok(),
     }

@@ -19,8 +19,10 @@ use tokio::sync::mpsc;
 
 use crate::events::{EventSink, Stage, StageEvent};
 use crate::executor::{Executor, TurnContext};
+use crate::llm::{LlmPlanner, LlmSettings};
+use crate::planner::proposal::build_from_proposal;
 use crate::planner::{
-    self, Decision, EscalationReason, Lang, PlanMode, Previous, SubTask, TaskPlan, TaskStatus, TurnInput,
+    self, Decision, EscalationReason, Lang, PlanMode, Previous, SimpleIntent, SubTask, TaskPlan, TaskStatus, TurnInput,
 };
 use crate::registry::{Registry, RegistryHandle};
 use crate::session::{PendingClarification, Session, SessionStore, Turn};
@@ -39,7 +41,8 @@ pub struct TurnRequest {
     pub slots: Map<String, Value>,
 }
 
-/// The supervisor: registry, sessions and executor, shared by every request.
+/// The supervisor: registry, sessions, executor and (in LLM mode) the model planner, shared by
+/// every request.
 #[derive(Debug, Clone)]
 pub struct Supervisor {
     /// The serving registry.
@@ -48,6 +51,8 @@ pub struct Supervisor {
     pub sessions: Arc<SessionStore>,
     /// Runs plans.
     pub executor: Executor,
+    /// The LLM planner, when `LLM_BASE_URL` + `LLM_MODEL` are set.
+    pub llm: Option<Arc<LlmPlanner>>,
 }
 
 /// A started turn.
@@ -81,7 +86,14 @@ fn pick(lang: Lang, zh: &str, en: &str) -> String {
 impl Supervisor {
     /// A supervisor over `registry` and `sessions`.
     pub fn new(registry: Arc<RegistryHandle>, sessions: Arc<SessionStore>) -> Self {
-        Self { registry, sessions, executor: Executor::default() }
+        Self { registry, sessions, executor: Executor::default(), llm: None }
+    }
+
+    /// Plans and summarizes with the model at `settings` (the rule planner and the template
+    /// summary remain the fallback).
+    pub fn with_llm(mut self, settings: Option<LlmSettings>) -> Self {
+        self.llm = settings.map(|s| Arc::new(LlmPlanner::new(s)));
+        self
     }
 
     /// Starts a turn in its own task and returns its event stream.
@@ -174,21 +186,20 @@ impl Supervisor {
         let previous_intent = session.current_intent.clone();
         let previous_query = session.current_query.clone();
         let plan_id = format!("plan_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
-        let turn = planner::plan_turn(
-            registry,
-            TurnInput {
-                query: &req.query,
-                slots: &req.slots,
-                session_slots: &session.slots,
-                pending: pending_before.as_ref().map(|p| p.tasks.as_slice()),
-                previous: (!previous_intent.is_empty())
-                    .then_some(Previous { intent: &previous_intent, query: &previous_query }),
-                today: chrono::Local::now().date_naive(),
-                plan_id: &plan_id,
-            },
-        );
+        let history = session.history.clone();
+        let input = TurnInput {
+            query: &req.query,
+            slots: &req.slots,
+            session_slots: &session.slots,
+            pending: pending_before.as_ref().map(|p| p.tasks.as_slice()),
+            previous: (!previous_intent.is_empty())
+                .then_some(Previous { intent: &previous_intent, query: &previous_query }),
+            today: chrono::Local::now().date_naive(),
+            plan_id: &plan_id,
+        };
+        let (turn, planner_meta) = self.decide(registry, input, &history).await;
         let mode = match &turn.decision {
-            Decision::Plan { mode, .. } => Some(*mode),
+            Decision::Plan { mode, .. } => Some(mode.to_owned()),
             _ => None,
         };
         let intent_text = match (&turn.decision, mode) {
@@ -209,7 +220,10 @@ impl Supervisor {
         sink.emit(
             StageEvent::new(Stage::IntentDone, intent_text)
                 .state("intent", &turn.intent)
-                .state("planner", "rule")
+                .state("planner", &planner_meta["planner"])
+                .state("degraded", &planner_meta["degraded"])
+                .state("planner_reason", &planner_meta["reason"])
+                .state("intent_cache_hit", &planner_meta["cache_hit"])
                 .state("mode", mode)
                 .state("pending_expired", expired),
         );
@@ -265,7 +279,8 @@ impl Supervisor {
                         sink,
                     );
                 }
-                let text = self.run_plan(registry, &mut plan, found, req, thread_id, session, lang, sink).await;
+                let (text, summarizer) =
+                    self.run_plan(registry, &mut plan, found, req, thread_id, session, lang, sink).await;
                 let blocked: Vec<SubTask> = plan.blocked().cloned().collect();
                 session.pending = (!blocked.is_empty()).then(|| PendingClarification {
                     plan_id: plan.plan_id.clone(),
@@ -312,7 +327,10 @@ impl Supervisor {
                         sink,
                     );
                 }
-                let mut done = StageEvent::new(Stage::Answer, text.clone()).agent("summarize").state("plan", &plan);
+                let mut done = StageEvent::new(Stage::Answer, text.clone())
+                    .agent("summarize")
+                    .state("plan", &plan)
+                    .state("summarizer", summarizer);
                 if !plan.semantic_info.is_empty() {
                     done = done.meta("semantic_info", &plan.semantic_info);
                 }
@@ -322,7 +340,8 @@ impl Supervisor {
         }
     }
 
-    /// Plan, blocked, execution and summary events; returns the summary.
+    /// Plan, blocked, execution and summary events; returns the summary and who wrote it
+    /// (`llm` or `template`).
     #[allow(clippy::too_many_arguments)]
     async fn run_plan(
         &self,
@@ -334,7 +353,7 @@ impl Supervisor {
         session: &mut Session,
         lang: Lang,
         sink: &EventSink,
-    ) -> String {
+    ) -> (String, &'static str) {
         sink.emit(StageEvent::new(Stage::PlanStarted, pick(lang, "正在规划任务…", "Planning…")));
         sink.emit(StageEvent::new(Stage::PlanDone, plan.user_friendly_message.clone()).state("plan", &*plan));
         if !plan.semantic_info.is_empty() {
@@ -358,7 +377,127 @@ impl Supervisor {
         sink.emit(
             StageEvent::new(Stage::SummarizeStarted, pick(lang, "正在整理结果…", "Summarizing…")).agent("summarize"),
         );
-        summarize::summary(registry, plan, lang)
+        if let Some(llm) = &self.llm {
+            let on_token = |token: &str| sink.emit(StageEvent::new(Stage::AnswerDelta, token).agent("summarize"));
+            let query = plan
+                .sub_tasks
+                .first()
+                .and_then(|t| t.inputs.get("message"))
+                .and_then(Value::as_str)
+                .unwrap_or(&req.query);
+            match llm.summarize(registry, query, plan, &on_token).await {
+                Ok(text) => return (text, "llm"),
+                Err(e) => tracing::warn!(error = %e, "model summary failed; using the template"),
+            }
+        }
+        (summarize::summary(registry, plan, lang), "template")
+    }
+
+    /// Decides the turn: with a model, its intents and plan (validated like the rule planner's);
+    /// on any model failure, the rule planner, marked degraded. Returns the decision and the
+    /// planner metadata `{planner, degraded, reason, cache_hit}`.
+    async fn decide(&self, registry: &Registry, input: TurnInput<'_>, history: &[Turn]) -> (planner::TurnPlan, Value) {
+        let Some(llm) = &self.llm else {
+            return (planner::plan_turn(registry, input), json!({ "planner": "rule", "degraded": false }));
+        };
+        match self.llm_decide(llm, registry, input, history).await {
+            Ok((Some(turn), cache_hit)) => {
+                (turn, json!({ "planner": "llm", "degraded": false, "cache_hit": cache_hit }))
+            }
+            Ok((None, cache_hit)) => (
+                planner::plan_turn(registry, input),
+                json!({ "planner": "rule", "degraded": false, "reason": "continuing the pending clarification", "cache_hit": cache_hit }),
+            ),
+            Err(reason) => {
+                tracing::warn!(%reason, "LLM planner failed; the rule planner serves the turn");
+                (planner::plan_turn(registry, input), json!({ "planner": "rule", "degraded": true, "reason": reason }))
+            }
+        }
+    }
+
+    /// The model's decision; `Ok(None)` leaves the turn to the rules (a pending clarification
+    /// being answered or cancelled, cancel words).
+    async fn llm_decide(
+        &self,
+        llm: &LlmPlanner,
+        registry: &Registry,
+        input: TurnInput<'_>,
+        history: &[Turn],
+    ) -> Result<(Option<planner::TurnPlan>, bool), String> {
+        let (answer, cache_hit) =
+            llm.recognize(registry, input.query, history, input.pending).await.map_err(|e| e.to_string())?;
+        let lang = Lang::detect(input.query);
+        let mut agents: Vec<String> = Vec::new();
+        for id in &answer.intent {
+            if registry.get_enabled(id).is_some() && !agents.contains(id) {
+                agents.push(id.clone());
+            }
+        }
+        let simple = answer.intent.iter().find_map(|label| match label.as_str() {
+            "sensitive" => Some(SimpleIntent::Sensitive),
+            "human" => Some(SimpleIntent::HumanRequested),
+            "greeting" => Some(SimpleIntent::Greeting),
+            "thanks" => Some(SimpleIntent::Thanks),
+            "capabilities" => Some(SimpleIntent::Capabilities),
+            "chitchat" => Some(SimpleIntent::ChitChat),
+            "out_of_scope" => Some(SimpleIntent::OutOfScope),
+            _ => None,
+        });
+        let rewritten = if answer.rewritten_query.trim().is_empty() {
+            input.query.to_string()
+        } else {
+            answer.rewritten_query.clone()
+        };
+        let mut intent = planner::IntentResult {
+            intent: agents.clone(),
+            simple,
+            confidence: answer.confidence,
+            reason: answer.reason.clone(),
+            rewritten_query: rewritten.clone(),
+            lang,
+            resumes_pending: false,
+        };
+        let escalate = match simple {
+            Some(SimpleIntent::Sensitive) => Some(EscalationReason::Sensitive),
+            Some(SimpleIntent::HumanRequested) => Some(EscalationReason::UserRequested),
+            _ => None,
+        };
+        if let Some(reason) = escalate {
+            return Ok((Some(planner::TurnPlan { intent, decision: Decision::Escalate(reason) }), cache_hit));
+        }
+        let pending = input.pending.filter(|p| !p.is_empty());
+        let new_agents = agents.iter().any(|a| !pending.is_some_and(|p| p.iter().any(|t| &t.assigned_agent == a)));
+        if (pending.is_some() && !new_agents) || planner::intent::is_cancel(&input.query.to_lowercase()) {
+            return Ok((None, cache_hit));
+        }
+        if agents.is_empty() {
+            let simple = simple.unwrap_or(SimpleIntent::OutOfScope);
+            intent.simple = Some(simple);
+            return Ok((Some(planner::TurnPlan { intent, decision: Decision::Direct(simple) }), cache_hit));
+        }
+        let mode = if pending.is_some() { PlanMode::Rerouted } else { PlanMode::Fresh };
+        let src = planner::KeySources {
+            text: input.query,
+            slots: input.slots,
+            session_slots: input.session_slots,
+            today: input.today,
+        };
+        let (proposal, raw) =
+            llm.plan(registry, &rewritten, &agents, input.session_slots, None).await.map_err(|e| e.to_string())?;
+        let built = match build_from_proposal(registry, &proposal, src, input.plan_id, lang, &rewritten) {
+            Ok(built) => built,
+            Err(problems) => {
+                tracing::info!(?problems, "asking the model to repair its plan");
+                let (repaired, _) = llm
+                    .plan(registry, &rewritten, &agents, input.session_slots, Some((&raw, &problems)))
+                    .await
+                    .map_err(|e| format!("plan repair failed: {e}"))?;
+                build_from_proposal(registry, &repaired, src, input.plan_id, lang, &rewritten)
+                    .map_err(|p| format!("invalid plan after one repair: {}", p.join("; ")))?
+            }
+        };
+        let (plan, found) = built;
+        Ok((Some(planner::TurnPlan { intent, decision: Decision::Plan { plan, found, mode } }), cache_hit))
     }
 
     /// Ends the turn with an `escalated` event carrying the escalation card.

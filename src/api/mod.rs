@@ -105,6 +105,8 @@ async fn config_status(State(state): State<AppState>) -> Json<Value> {
         "reloads_failed": status.reloads_failed,
         "last_attempt_at": status.last_attempt_at,
         "last_error": status.last_error,
+        "session_store": state.supervisor.sessions.kind(),
+        "llm": state.supervisor.llm.as_ref().map(|l| l.stats()),
     }))
 }
 

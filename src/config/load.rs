@@ -78,6 +78,18 @@ pub struct ResolvedAgent {
     pub output_schema: Arc<Value>,
 }
 
+/// The LLM prompt templates: `{prompts_dir}/intent.md`, `plan.md`, `summarize.md`, or the
+/// built-in ones (`prompts/` of this repository) when a file is absent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompts {
+    /// Intent recognition + rewrite.
+    pub intent: String,
+    /// Task planning.
+    pub plan: String,
+    /// The streamed summary.
+    pub summarize: String,
+}
+
 /// A fully validated config: the only input [`crate::registry::Registry`] is built from.
 #[derive(Debug, Clone)]
 pub struct LoadedConfig {
@@ -89,6 +101,8 @@ pub struct LoadedConfig {
     pub agents: Vec<ResolvedAgent>,
     /// `widgets_map.json`: widget id -> descriptor.
     pub widgets: Map<String, Value>,
+    /// The LLM prompt templates.
+    pub prompts: Prompts,
     /// Hex SHA-256 over every file read and every interpolated value.
     pub hash: String,
     /// Every file read (config, widget map, schemas): what the reload watcher watches.
@@ -156,6 +170,7 @@ pub fn load_from_str(
     };
     check.hasher.update(text.as_bytes());
     let widgets = check.widgets(&file.widgets_map);
+    let prompts = check.prompts(&file.planner.prompts_dir);
     let agents = check.agents(&file, widgets.as_ref());
     let Checker { errors, hasher, sources, .. } = check;
     if !errors.is_empty() {
@@ -167,6 +182,7 @@ pub fn load_from_str(
         file,
         agents: agents.into_iter().flatten().collect(),
         widgets: widgets.unwrap_or_default(),
+        prompts,
         hash,
         sources,
     })
@@ -224,6 +240,25 @@ impl Checker<'_> {
             pointer: None,
             message: format!("JSON syntax: {e}"),
         })
+    }
+
+    fn prompts(&mut self, dir: &str) -> Prompts {
+        let mut read = |name: &str, builtin: &str| {
+            let path = self.base_dir.join(dir).join(format!("{name}.md"));
+            match std::fs::read_to_string(&path) {
+                Ok(text) => {
+                    self.hasher.update(text.as_bytes());
+                    self.sources.push(path);
+                    text
+                }
+                Err(_) => builtin.to_string(),
+            }
+        };
+        Prompts {
+            intent: read("intent", include_str!("../../prompts/intent.md")),
+            plan: read("plan", include_str!("../../prompts/plan.md")),
+            summarize: read("summarize", include_str!("../../prompts/summarize.md")),
+        }
     }
 
     fn widgets(&mut self, rel: &str) -> Option<Map<String, Value>> {

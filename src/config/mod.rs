@@ -9,9 +9,9 @@ pub mod load;
 pub mod model;
 
 pub use load::{
-    compile_schema, key_subschema, load, load_from_str, ConfigError, ConfigErrors, LoadedConfig, ResolvedAgent,
+    compile_schema, key_subschema, load, load_from_str, ConfigError, ConfigErrors, LoadedConfig, Prompts, ResolvedAgent,
 };
 pub use model::{
-    config_json_schema, AgentSpec, ConfigFile, EndpointSpec, ExtractSpec, HumanDuration, Protocol, SchemaSource,
-    SemanticKeySpec, SupervisorSettings, ValueType,
+    config_json_schema, AgentSpec, ConfigFile, EndpointSpec, ExtractSpec, HumanDuration, PlannerSettings, Protocol,
+    SchemaSource, SemanticKeySpec, SupervisorSettings, ValueType,
 };

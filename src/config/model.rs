@@ -23,6 +23,10 @@ pub struct ConfigFile {
     /// Supervisor-wide settings; every field has a default.
     #[serde(default)]
     pub supervisor: SupervisorSettings,
+    /// LLM planner settings (Switchboard extension; used when `LLM_BASE_URL` and `LLM_MODEL`
+    /// are set).
+    #[serde(default)]
+    pub planner: PlannerSettings,
     /// Path of the widget map, relative to this file (Switchboard extension; default
     /// `widgets_map.json`).
     #[serde(default = "default_widgets_map")]
@@ -69,6 +73,34 @@ impl Default for SupervisorSettings {
             escalate_after_failures: 2,
             max_parallel_tasks: 8,
             default_agent_timeout: HumanDuration(Duration::from_secs(30)),
+        }
+    }
+}
+
+/// The `planner:` block (Switchboard extension): how the LLM planner is used.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct PlannerSettings {
+    /// At most this many capability cards go into a prompt; with more enabled agents, the most
+    /// relevant ones to the query are chosen by lexical scoring.
+    #[schemars(range(min = 1, max = 500))]
+    pub max_cards_in_prompt: u32,
+    /// How long a recognized intent is cached for an identical query (humantime).
+    pub intent_cache_ttl: HumanDuration,
+    /// Timeout of one model call, retries included (humantime).
+    pub llm_timeout: HumanDuration,
+    /// Directory of the prompt templates (`intent.md`, `plan.md`, `summarize.md`), relative to
+    /// this file; a missing template falls back to the built-in one.
+    pub prompts_dir: String,
+}
+
+impl Default for PlannerSettings {
+    fn default() -> Self {
+        Self {
+            max_cards_in_prompt: 20,
+            intent_cache_ttl: HumanDuration(Duration::from_secs(30 * 60)),
+            llm_timeout: HumanDuration(Duration::from_secs(20)),
+            prompts_dir: "prompts".to_string(),
         }
     }
 }

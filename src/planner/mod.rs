@@ -12,6 +12,7 @@
 pub mod extract;
 pub mod intent;
 pub mod plan;
+pub mod proposal;
 
 use chrono::NaiveDate;
 use serde::Serialize;
@@ -193,6 +194,7 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnPlan {
                         task_id: Some(t.task_id.clone()),
                         agent: agent.clone(),
                         inputs: t.inputs.clone(),
+                        depends_on: Vec::new(),
                     })
                 })
                 .collect();
@@ -242,7 +244,9 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnPlan {
     decide(result, &reason, Decision::Direct(simple))
 }
 
-fn fresh_plan(
+/// Plans the given agents as a fresh request (used when intents come from elsewhere, e.g. a
+/// model whose plan had to be abandoned).
+pub fn fresh_plan(
     registry: &Registry,
     hits: &[(usize, String)],
     query: &str,
@@ -256,7 +260,7 @@ fn fresh_plan(
         .map(|agent| {
             let mut inputs = Map::new();
             inputs.insert("message".into(), Value::String(query.to_string()));
-            Candidate { task_id: None, agent: agent.clone(), inputs }
+            Candidate { task_id: None, agent: agent.clone(), inputs, depends_on: Vec::new() }
         })
         .collect();
     let reasoning = format!("rule planner: {} sub-task(s) from keyword matches", candidates.len());
@@ -299,7 +303,7 @@ fn elliptical(
         .map(|agent| {
             let mut inputs = Map::new();
             inputs.insert("message".into(), Value::String(rewritten.clone()));
-            Candidate { task_id: None, agent: agent.clone(), inputs }
+            Candidate { task_id: None, agent: agent.clone(), inputs, depends_on: Vec::new() }
         })
         .collect();
     Some((rewritten, candidates))

@@ -147,6 +147,8 @@ pub struct Candidate {
     pub agent: Arc<Agent>,
     /// Known inputs (at least `message`).
     pub inputs: Map<String, Value>,
+    /// Indices of candidates this one must wait for (besides data-flow edges).
+    pub depends_on: Vec<usize>,
 }
 
 /// Where semantic-key values come from this turn.
@@ -194,7 +196,8 @@ pub fn build(
     // Per task: keys without a value, keys with an invalid value.
     let mut missing: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut invalid: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut deps: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n];
+    let mut deps: Vec<BTreeSet<usize>> =
+        candidates.iter().map(|c| c.depends_on.iter().copied().filter(|&j| j < n).collect()).collect();
     // (task, key index) satisfied by a dependency edge: (task, dep, key index).
     let mut edges: Vec<(usize, usize, usize)> = Vec::new();
 

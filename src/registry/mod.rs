@@ -17,8 +17,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::config::{
-    compile_schema, key_subschema, AgentSpec, ConfigError, ConfigErrors, LoadedConfig, Protocol, SemanticKeySpec,
-    SupervisorSettings,
+    compile_schema, key_subschema, AgentSpec, ConfigError, ConfigErrors, LoadedConfig, PlannerSettings, Prompts,
+    Protocol, SemanticKeySpec, SupervisorSettings,
 };
 use crate::planner::{Extractor, TermMatcher};
 
@@ -103,6 +103,10 @@ pub struct Registry {
     pub path: std::path::PathBuf,
     /// Supervisor settings.
     pub settings: SupervisorSettings,
+    /// LLM planner settings.
+    pub planner: PlannerSettings,
+    /// LLM prompt templates.
+    pub prompts: Arc<Prompts>,
     /// The widget map as served.
     pub widgets: Arc<Map<String, Value>>,
     /// Every file read: what hot reload watches.
@@ -176,6 +180,8 @@ impl Registry {
             loaded_at: SystemTime::now(),
             path: loaded.path,
             settings: loaded.file.supervisor,
+            planner: loaded.file.planner,
+            prompts: Arc::new(loaded.prompts),
             widgets: Arc::new(loaded.widgets),
             sources: loaded.sources,
             agents,
