@@ -183,3 +183,21 @@ fn validate_command_on_good_and_broken_files() {
     assert!(out.contains("nope_widget") && out.contains("absent.json"), "every error printed: {out}");
     assert!(out.contains("2 error(s)"), "{out}");
 }
+
+#[test]
+fn prompt_templates_are_read_from_the_config_dir_and_watched() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_support_files(dir.path());
+    let path = dir.path().join("agents_config.yaml");
+    write_config(&path, &repo_config());
+    let builtin = config::load(&path).unwrap();
+    assert!(builtin.prompts.intent.contains("{{cards}}"), "the built-in template");
+
+    std::fs::create_dir(dir.path().join("prompts")).unwrap();
+    std::fs::write(dir.path().join("prompts/intent.md"), "自定义意图识别 {{cards}}").unwrap();
+    let custom = config::load(&path).unwrap();
+    assert_eq!(custom.prompts.intent, "自定义意图识别 {{cards}}");
+    assert_eq!(custom.prompts.plan, builtin.prompts.plan, "absent templates stay built-in");
+    assert!(custom.sources.iter().any(|s| s.ends_with("prompts/intent.md")), "watched for hot reload");
+    assert_ne!(custom.hash, builtin.hash, "a prompt edit is a new registry version");
+}

@@ -7,4 +7,5 @@ mod chat;
 mod config;
 mod conversation;
 mod durability;
+mod llm;
 mod reload;
