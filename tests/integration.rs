@@ -2,6 +2,7 @@
 
 mod common;
 
+mod agui;
 mod api;
 mod chat;
 mod config;

@@ -3,6 +3,7 @@
 //!
 //! Only this module knows HTTP: status codes, JSON error bodies ([`error::ApiError`]), SSE framing.
 
+pub mod agui;
 pub mod chat;
 pub mod error;
 
@@ -37,6 +38,7 @@ pub struct AppState {
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/v1/chat", post(chat::chat))
+        .route("/v1/ag-ui", post(agui::run))
         .route("/v1/agents", get(agents))
         .route("/v1/widgets", get(widgets))
         .route("/v1/config", get(config_status))

@@ -1,0 +1,317 @@
+//! `POST /v1/ag-ui`: the same pipeline speaking the AG-UI protocol (DESIGN.md section 8), so
+//! CopilotKit-style frontends work unchanged.
+//!
+//! Input is AG-UI's `RunAgentInput` (`threadId`, `runId`, `messages`, `state`, `resume?`); the
+//! query is the last user message. The turn's stage events are translated by [`AgUiMapper`]:
+//! `RUN_STARTED`; `STEP_STARTED` / `STEP_FINISHED` per stage (`intent`, `plan`, `execute`,
+//! `summarize`); `ACTIVITY_SNAPSHOT` (`activityType: "PLAN"`) for the task plan; each sub-task's
+//! output as its own `TEXT_MESSAGE_START/CONTENT/END` (message id = task id); the final answer as
+//! `TEXT_MESSAGE_*`; then `RUN_FINISHED` — with `outcome: {type: "interrupt", interrupts: [..]}`
+//! when semantic keys are missing (one interrupt per blocked sub-task: `id` = task id, `reason:
+//! "input_required"`, `message`, `responseSchema` from the agent's input schema for those keys,
+//! `expiresAt`, `metadata.widgets`) — or `RUN_ERROR`. The frontend resumes with
+//! `resume: [{interruptId, status: "resolved" | "cancelled", payload}]`: resolved payloads are the
+//! widget values (`slots`), cancelled drops the pending work.
+
+use std::convert::Infallible;
+
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::IntoResponse;
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use tokio_stream::wrappers::UnboundedReceiverStream;
+
+use super::error::{ApiError, ApiJson};
+use super::AppState;
+use crate::config::key_subschema;
+use crate::events::{Stage, StageEvent};
+use crate::registry::Registry;
+use crate::supervisor::TurnRequest;
+
+/// AG-UI `RunAgentInput` (the fields Switchboard reads; others are accepted and ignored).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunAgentInput {
+    /// The conversation thread (Switchboard's `thread_id`).
+    pub thread_id: String,
+    /// This run.
+    pub run_id: String,
+    /// The conversation; the last `user` message is the query.
+    #[serde(default)]
+    pub messages: Vec<Value>,
+    /// Frontend state; `state.user_id` names the user (else header `x-user-id`, else
+    /// `forwardedProps.user_id`, else `"ag-ui"`).
+    #[serde(default)]
+    pub state: Value,
+    /// Forwarded props.
+    #[serde(default)]
+    pub forwarded_props: Value,
+    /// Answers to the previous run's interrupts.
+    #[serde(default)]
+    pub resume: Vec<ResumeEntry>,
+}
+
+/// One `resume[]` entry.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResumeEntry {
+    /// The interrupt answered (a blocked sub-task's id).
+    pub interrupt_id: String,
+    /// `resolved` or `cancelled`.
+    pub status: String,
+    /// For `resolved`: the values, semantic key -> value.
+    #[serde(default)]
+    pub payload: Value,
+}
+
+fn user_id(input: &RunAgentInput, headers: &HeaderMap) -> String {
+    input.state["user_id"]
+        .as_str()
+        .or_else(|| headers.get("x-user-id").and_then(|v| v.to_str().ok()))
+        .or_else(|| input.forwarded_props["user_id"].as_str())
+        .filter(|u| !u.is_empty())
+        .unwrap_or("ag-ui")
+        .to_string()
+}
+
+fn last_user_text(messages: &[Value]) -> String {
+    messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .map(|m| match &m["content"] {
+            Value::String(s) => s.clone(),
+            // Multimodal content: join the text parts.
+            Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join(" "),
+            _ => String::new(),
+        })
+        .unwrap_or_default()
+}
+
+/// The handler.
+pub async fn run(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiJson(input): ApiJson<RunAgentInput>,
+) -> Result<impl IntoResponse, ApiError> {
+    let user = user_id(&input, &headers);
+    let mut slots = Map::new();
+    let mut cancelled = false;
+    for r in &input.resume {
+        match r.status.as_str() {
+            "resolved" => {
+                if let Value::Object(values) = &r.payload {
+                    slots.extend(values.clone());
+                }
+            }
+            "cancelled" => cancelled = true,
+            other => {
+                return Err(ApiError::bad_request(
+                    "invalid_resume",
+                    format!("resume status {other:?} is not resolved or cancelled"),
+                ))
+            }
+        }
+    }
+    let query = if cancelled && slots.is_empty() {
+        "取消".to_string()
+    } else if input.resume.is_empty() {
+        last_user_text(&input.messages)
+    } else {
+        String::new()
+    };
+    let body =
+        super::chat::ChatBody { query, user_id: user, thread_id: Some(input.thread_id.clone()), slots: Some(slots) };
+    let req: TurnRequest = body.validate()?;
+    let turn = state.supervisor.start_turn(req);
+    let registry = state.supervisor.registry.load();
+    let mut mapper = AgUiMapper::new(input.thread_id, input.run_id, registry);
+    let first = mapper.start();
+    let events = UnboundedReceiverStream::new(turn.events).flat_map(move |ev| futures::stream::iter(mapper.map(&ev)));
+    let stream =
+        futures::stream::iter(first).chain(events).map(|v| Ok::<_, Infallible>(Event::default().data(v.to_string())));
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// Translates one turn's stage events into AG-UI events.
+pub struct AgUiMapper {
+    thread_id: String,
+    run_id: String,
+    registry: std::sync::Arc<Registry>,
+    step: Option<&'static str>,
+    /// Sub-task messages started and not yet ended.
+    open: Vec<String>,
+    answer_open: bool,
+}
+
+impl AgUiMapper {
+    /// A mapper for one run.
+    pub fn new(thread_id: String, run_id: String, registry: std::sync::Arc<Registry>) -> Self {
+        Self { thread_id, run_id, registry, step: None, open: Vec::new(), answer_open: false }
+    }
+
+    /// `RUN_STARTED`.
+    pub fn start(&self) -> Vec<Value> {
+        vec![json!({ "type": "RUN_STARTED", "threadId": self.thread_id, "runId": self.run_id })]
+    }
+
+    fn answer_id(&self) -> String {
+        format!("answer_{}", self.run_id)
+    }
+
+    fn enter(&mut self, step: &'static str, out: &mut Vec<Value>) {
+        if self.step == Some(step) {
+            return;
+        }
+        self.leave(out);
+        out.push(json!({ "type": "STEP_STARTED", "stepName": step }));
+        self.step = Some(step);
+    }
+
+    fn leave(&mut self, out: &mut Vec<Value>) {
+        if let Some(step) = self.step.take() {
+            out.push(json!({ "type": "STEP_FINISHED", "stepName": step }));
+        }
+    }
+
+    fn text(out: &mut Vec<Value>, id: &str, started: bool, delta: &str) {
+        if !started {
+            out.push(json!({ "type": "TEXT_MESSAGE_START", "messageId": id, "role": "assistant" }));
+        }
+        if !delta.is_empty() {
+            out.push(json!({ "type": "TEXT_MESSAGE_CONTENT", "messageId": id, "delta": delta }));
+        }
+    }
+
+    fn close_task(&mut self, id: &str, out: &mut Vec<Value>) {
+        if let Some(pos) = self.open.iter().position(|t| t == id) {
+            self.open.remove(pos);
+            out.push(json!({ "type": "TEXT_MESSAGE_END", "messageId": id }));
+        }
+    }
+
+    /// The AG-UI events for one stage event.
+    pub fn map(&mut self, ev: &StageEvent) -> Vec<Value> {
+        let mut out = Vec::new();
+        let task = ev.task_id.clone().unwrap_or_default();
+        match ev.stage {
+            Stage::IntentStarted | Stage::IntentDone => self.enter("intent", &mut out),
+            Stage::PlanStarted => self.enter("plan", &mut out),
+            Stage::PlanDone => {
+                self.enter("plan", &mut out);
+                let plan = ev.metadata.get("state").and_then(|s| s.get("plan")).cloned().unwrap_or(Value::Null);
+                let id = plan["plan_id"].as_str().unwrap_or("plan").to_string();
+                out.push(json!({ "type": "ACTIVITY_SNAPSHOT", "messageId": id, "activityType": "PLAN", "content": plan, "replace": true }));
+            }
+            Stage::Blocked => {}
+            Stage::AgentStarted => {
+                self.enter("execute", &mut out);
+                Self::text(&mut out, &task, false, "");
+                self.open.push(task);
+            }
+            Stage::AgentDelta => {
+                let started = self.open.contains(&task);
+                Self::text(&mut out, &task, started, &ev.content);
+                if !started {
+                    self.open.push(task);
+                }
+            }
+            Stage::AgentDone | Stage::AgentFailed => {
+                self.enter("execute", &mut out);
+                // The final message (or failure text) follows any streamed progress.
+                let started = self.open.contains(&task);
+                Self::text(&mut out, &task, started, &ev.content);
+                if !started {
+                    self.open.push(task.clone());
+                }
+                self.close_task(&task, &mut out);
+            }
+            Stage::SummarizeStarted => self.enter("summarize", &mut out),
+            Stage::AnswerDelta => {
+                let id = self.answer_id();
+                Self::text(&mut out, &id, self.answer_open, &ev.content);
+                self.answer_open = true;
+            }
+            Stage::Answer | Stage::Escalated => {
+                let id = self.answer_id();
+                if !self.answer_open {
+                    Self::text(&mut out, &id, false, &ev.content);
+                }
+                out.push(json!({ "type": "TEXT_MESSAGE_END", "messageId": id }));
+                for t in std::mem::take(&mut self.open) {
+                    out.push(json!({ "type": "TEXT_MESSAGE_END", "messageId": t }));
+                }
+                self.leave(&mut out);
+                let mut finished = json!({ "type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id });
+                match ev.metadata.get("semantic_info").and_then(Value::as_array).filter(|i| !i.is_empty()) {
+                    Some(infos) => {
+                        finished["outcome"] =
+                            json!({ "type": "interrupt", "interrupts": self.interrupts(infos, &ev.content) });
+                    }
+                    None => {
+                        finished["outcome"] = json!({ "type": "success" });
+                        if let Some(card) = ev.metadata.get("state").and_then(|s| s.get("escalation")) {
+                            finished["result"] = json!({ "escalation": card });
+                        }
+                    }
+                }
+                out.push(finished);
+            }
+            Stage::Error => {
+                self.leave(&mut out);
+                out.push(json!({ "type": "RUN_ERROR", "message": ev.content, "code": "supervisor_error" }));
+            }
+        }
+        out
+    }
+
+    /// One interrupt per blocked sub-task, merging its `miss` and `invalid` keys.
+    fn interrupts(&self, infos: &[Value], message: &str) -> Vec<Value> {
+        let expires = chrono::Utc::now()
+            + chrono::Duration::from_std(self.registry.settings.clarification_timeout.0)
+                .unwrap_or(chrono::Duration::MAX);
+        let mut by_task: Vec<(String, String, Vec<(String, String, String)>)> = Vec::new();
+        for info in infos {
+            let task = info["task_id"].as_str().unwrap_or_default().to_string();
+            let agent = info["sub_agent_id"].as_str().unwrap_or_default().to_string();
+            let keys = info["keys"].as_array().cloned().unwrap_or_default();
+            let descs = info["key_descriptions"].as_array().cloned().unwrap_or_default();
+            let widgets = info["fe_widgets_suggestion"].as_array().cloned().unwrap_or_default();
+            let entry = match by_task.iter_mut().position(|(t, _, _)| *t == task) {
+                Some(i) => &mut by_task[i],
+                None => {
+                    by_task.push((task, agent, Vec::new()));
+                    by_task.last_mut().expect("just pushed")
+                }
+            };
+            for ((k, d), w) in keys.iter().zip(&descs).zip(&widgets) {
+                let str_of = |v: &Value| v.as_str().unwrap_or_default().to_string();
+                entry.2.push((str_of(k), str_of(d), str_of(w)));
+            }
+        }
+        by_task
+            .into_iter()
+            .map(|(task, agent, keys)| {
+                let names: Vec<&str> = keys.iter().map(|(k, _, _)| k.as_str()).collect();
+                let schema = self.registry.get(&agent).map_or_else(|| json!({ "type": "object" }), |a| key_subschema(&a.input_schema, &names));
+                let widgets: Vec<Value> = keys
+                    .iter()
+                    .map(|(k, d, w)| {
+                        json!({ "key": k, "description": d, "widget": w, "descriptor": self.registry.widgets.get(w.as_str()) })
+                    })
+                    .collect();
+                json!({
+                    "id": task,
+                    "reason": "input_required",
+                    "message": message,
+                    "responseSchema": schema,
+                    "expiresAt": expires.to_rfc3339(),
+                    "metadata": { "widgets": widgets },
+                })
+            })
+            .collect()
+    }
+}

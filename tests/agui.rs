@@ -1,0 +1,180 @@
+//! `POST /v1/ag-ui`: the AG-UI event vocabulary, interrupts for missing semantic keys, resume.
+//! When the Python peers are installed (`tests/peers/setup.sh`, which CI runs), every event is
+//! also parsed by the `ag-ui-protocol` package's models.
+
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+use crate::common::*;
+
+async fn run(app: &TestApp, body: Value) -> Vec<Value> {
+    let resp = app.client.post(format!("{}/v1/ag-ui", app.base)).json(&body).send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut events = Vec::new();
+    let mut stream = resp.bytes_stream().eventsource();
+    while let Some(ev) = stream.next().await {
+        events.push(serde_json::from_str::<Value>(&ev.unwrap().data).unwrap());
+    }
+    events
+}
+
+fn types(events: &[Value]) -> Vec<&str> {
+    events.iter().map(|e| e["type"].as_str().unwrap()).collect()
+}
+
+/// Structural rules of an AG-UI run: starts and finishes once, steps balanced, text messages
+/// opened before content and closed once.
+fn check_run(events: &[Value]) {
+    let t = types(events);
+    assert_eq!(t[0], "RUN_STARTED");
+    assert!(matches!(*t.last().unwrap(), "RUN_FINISHED" | "RUN_ERROR"));
+    assert_eq!(t.iter().filter(|x| x.starts_with("RUN_")).count(), 2);
+    let mut step: Option<String> = None;
+    let mut open: Vec<String> = Vec::new();
+    for e in events {
+        match e["type"].as_str().unwrap() {
+            "STEP_STARTED" => {
+                assert!(step.is_none(), "steps do not nest: {e}");
+                step = Some(e["stepName"].as_str().unwrap().to_string());
+            }
+            "STEP_FINISHED" => assert_eq!(step.take().as_deref(), e["stepName"].as_str()),
+            "TEXT_MESSAGE_START" => open.push(e["messageId"].as_str().unwrap().to_string()),
+            "TEXT_MESSAGE_CONTENT" => {
+                assert!(open.iter().any(|m| m == e["messageId"].as_str().unwrap()), "content of an open message: {e}");
+                assert!(!e["delta"].as_str().unwrap().is_empty());
+            }
+            "TEXT_MESSAGE_END" => {
+                let id = e["messageId"].as_str().unwrap();
+                let pos = open.iter().position(|m| m == id).expect("end of an open message");
+                open.remove(pos);
+            }
+            _ => {}
+        }
+    }
+    assert!(step.is_none() && open.is_empty(), "everything closed");
+    validate_with_python(events);
+}
+
+fn validate_with_python(events: &[Value]) {
+    use std::io::Write;
+    let python = repo().join("tests/peers/.venv/bin/python");
+    if !python.exists() {
+        let _ = writeln!(std::io::stderr(), "SKIPPED ag-ui-protocol validation: run tests/peers/setup.sh (CI does)");
+        return;
+    }
+    let mut child = std::process::Command::new(python)
+        .arg(repo().join("tests/peers/agui_validate.py"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input: String = events.iter().map(|e| format!("{e}\n")).collect();
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "ag-ui-protocol rejected events:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test]
+async fn missing_keys_end_the_run_with_an_interrupt_and_resume_completes_it() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let first = run(
+        &app,
+        json!({ "threadId": "agui-thread-1", "runId": "run-1", "state": {}, "tools": [], "context": [], "forwardedProps": {},
+                "messages": [{ "id": "m1", "role": "user", "content": "帮我订个酒店" }] }),
+    )
+    .await;
+    check_run(&first);
+    let t = types(&first);
+    assert!(t.contains(&"ACTIVITY_SNAPSHOT"));
+    let plan = first.iter().find(|e| e["type"] == "ACTIVITY_SNAPSHOT").unwrap();
+    assert_eq!(plan["activityType"], "PLAN");
+    assert_eq!(plan["content"]["sub_tasks"][0]["status"], "blocked");
+    let finished = first.last().unwrap();
+    assert_eq!((finished["threadId"].as_str(), finished["runId"].as_str()), (Some("agui-thread-1"), Some("run-1")));
+    assert_eq!(finished["outcome"]["type"], "interrupt");
+    let interrupt = &finished["outcome"]["interrupts"][0];
+    assert_eq!(interrupt["reason"], "input_required");
+    assert!(interrupt["message"].as_str().unwrap().contains("入住城市"));
+    assert!(interrupt["expiresAt"].is_string());
+    assert_eq!(interrupt["responseSchema"]["required"], json!(["city", "check_in_date"]));
+    assert!(interrupt["responseSchema"]["properties"]["city"]["enum"].is_array(), "built from the input schema");
+    let widgets: Vec<&str> =
+        interrupt["metadata"]["widgets"].as_array().unwrap().iter().map(|w| w["widget"].as_str().unwrap()).collect();
+    assert_eq!(widgets, ["city_picker", "date_picker"]);
+    assert_eq!(interrupt["metadata"]["widgets"][0]["descriptor"]["component"], "CityPicker");
+    assert!(app.calls("hotel_agent").is_empty());
+
+    let second = run(
+        &app,
+        json!({ "threadId": "agui-thread-1", "runId": "run-2", "messages": [],
+                "resume": [{ "interruptId": interrupt["id"], "status": "resolved",
+                             "payload": { "city": "北京", "check_in_date": "2026-12-01" } }] }),
+    )
+    .await;
+    check_run(&second);
+    assert_eq!(second.last().unwrap()["outcome"]["type"], "success");
+    let calls = app.calls("hotel_agent");
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].body["inputs"]["city"], "北京");
+    // The sub-task's output is a text message attributed to the sub-task.
+    let task_id = interrupt["id"].as_str().unwrap();
+    assert!(second.iter().any(|e| e["type"] == "TEXT_MESSAGE_CONTENT" && e["messageId"] == task_id));
+    assert!(second.iter().any(|e| e["type"] == "TEXT_MESSAGE_CONTENT" && e["messageId"] == "answer_run-2"));
+}
+
+#[tokio::test]
+async fn a_cancelled_interrupt_drops_the_pending_work() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let first = run(&app, json!({ "threadId": "agui-thread-2", "runId": "r1", "messages": [{ "id": "m1", "role": "user", "content": "帮我订个酒店" }] })).await;
+    let id = first.last().unwrap()["outcome"]["interrupts"][0]["id"].clone();
+    let second = run(&app, json!({ "threadId": "agui-thread-2", "runId": "r2", "messages": [], "resume": [{ "interruptId": id, "status": "cancelled" }] })).await;
+    check_run(&second);
+    let s: Value = app.get("/v1/sessions/agui-thread-2?user_id=ag-ui").await;
+    assert!(s["pending"].is_null());
+}
+
+#[tokio::test]
+async fn a_full_run_streams_steps_sub_agent_messages_and_the_answer() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let events = run(
+        &app,
+        json!({ "threadId": "agui-thread-3", "runId": "r1", "state": { "user_id": "alice" },
+                "messages": [{ "id": "m1", "role": "user", "content": "帮我查一下航班CA1234，然后安排白云机场接机" }] }),
+    )
+    .await;
+    check_run(&events);
+    let steps: Vec<&str> =
+        events.iter().filter(|e| e["type"] == "STEP_STARTED").map(|e| e["stepName"].as_str().unwrap()).collect();
+    assert_eq!(steps, ["intent", "plan", "execute", "summarize"]);
+    assert_eq!(events.last().unwrap()["outcome"]["type"], "success");
+    // The pickup agent's streamed deltas arrive as content of its own message.
+    let pickup_deltas = events
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT" && e["delta"].as_str().unwrap().contains("司机"))
+        .count();
+    assert!(pickup_deltas >= 2);
+    assert_eq!(app.calls("flight_agent")[0].body["user_id"], "alice");
+}
+
+#[tokio::test]
+async fn bad_ag_ui_bodies_are_json_errors() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let resp = app.client.post(format!("{}/v1/ag-ui", app.base)).json(&json!({ "runId": "x" })).send().await.unwrap();
+    assert_eq!(resp.status(), 400);
+    let resp = app
+        .client
+        .post(format!("{}/v1/ag-ui", app.base))
+        .json(&json!({ "threadId": "t", "runId": "r", "messages": [], "resume": [{ "interruptId": "i", "status": "maybe" }] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    assert_eq!(resp.json::<Value>().await.unwrap()["error"]["code"], "invalid_resume");
+}
