@@ -51,7 +51,7 @@ async fn run() {
     let state = build_state(&path, AppOptions::default()).await.expect("state");
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
-    tokio::spawn(async move { axum::serve(listener, switchboard::api::router(state)).await });
+    tokio::spawn(switchboard::app::serve(listener, state, std::future::pending()));
 
     let requests = env_or("REQUESTS", 4000);
     let concurrency = env_or("CONCURRENCY", 4);

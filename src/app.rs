@@ -83,7 +83,8 @@ pub async fn build_state(config: &Path, opts: AppOptions) -> Result<AppState, St
     })
 }
 
-/// Serves `state` on `listener` until `shutdown` resolves.
+/// Serves `state` on `listener` until `shutdown` resolves. Accepted connections get
+/// `TCP_NODELAY`: stage events are small writes that must not wait for Nagle's algorithm.
 ///
 /// # Errors
 /// The server's IO error.
@@ -92,7 +93,17 @@ pub async fn serve(
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, api::router(state)).with_graceful_shutdown(shutdown).await
+    axum::serve(nodelay(listener), api::router(state)).with_graceful_shutdown(shutdown).await
+}
+
+/// `listener` with `TCP_NODELAY` set on every accepted connection.
+pub fn nodelay(listener: TcpListener) -> impl axum::serve::Listener<Io = tokio::net::TcpStream, Addr = SocketAddr> {
+    use axum::serve::ListenerExt;
+    listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::trace!(error = %e, "cannot set TCP_NODELAY");
+        }
+    })
 }
 
 /// Binds `addr`.

@@ -100,7 +100,7 @@ pub async fn spawn_app_with(setup: Setup, edit: impl FnOnce(&mut Value)) -> Test
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let router = api::router(state.clone());
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    tokio::spawn(async move { axum::serve(switchboard::app::nodelay(listener), router).await.unwrap() });
     TestApp { base, config_path, config, agents, client: reqwest::Client::new(), _dir: dir }
 }
 

@@ -213,7 +213,7 @@ pub async fn spawn_sample_agent(
     };
     let router = sample_router(kind, opts, log.clone());
     let task = tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, router).await {
+        if let Err(e) = axum::serve(crate::app::nodelay(listener), router).await {
             tracing::error!(agent = %kind, error = %e, "sample agent stopped");
         }
     });
@@ -304,7 +304,7 @@ async fn invoke(
     if wants_sse(&headers) {
         return stream(st.opts.delay, result, pending);
     }
-    tokio::time::sleep(st.opts.delay).await;
+    pause(st.opts.delay).await;
     pending.finish();
     match result {
         Ok(reply) => Json(reply.body()).into_response(),
@@ -330,7 +330,7 @@ fn stream(delay: Duration, result: Result<Reply, String>, pending: Pending) -> R
         };
         let step = delay / u32::try_from(deltas.len() + 1).unwrap_or(1);
         for text in deltas {
-            tokio::time::sleep(step).await;
+            pause(step).await;
             let ev = Event::default().event("delta").data(json!({ "text": text }).to_string());
             if tx.send(Ok(ev)).await.is_err() {
                 // The caller went away; the call still happened.
@@ -338,7 +338,7 @@ fn stream(delay: Duration, result: Result<Reply, String>, pending: Pending) -> R
                 return;
             }
         }
-        tokio::time::sleep(step).await;
+        pause(step).await;
         pending.finish();
         let _ = tx.send(Ok(last)).await;
     });
@@ -707,5 +707,13 @@ mod tests {
             schema_keys.sort();
             assert_eq!(reply_keys, schema_keys, "{id}: the output schema describes exactly the output");
         }
+    }
+}
+
+/// Sleeps for `d`, or not at all for zero (a zero sleep still waits for the next timer tick,
+/// about a millisecond, which would dominate a zero-latency benchmark).
+async fn pause(d: Duration) {
+    if !d.is_zero() {
+        tokio::time::sleep(d).await;
     }
 }
