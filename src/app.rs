@@ -80,6 +80,7 @@ pub async fn build_state(config: &Path, opts: AppOptions) -> Result<AppState, St
         supervisor: Supervisor::new(registry, sessions).with_llm(opts.llm),
         reloader,
         admin_token: opts.admin_token.filter(|t| !t.is_empty()).map(Into::into),
+        a2a_tasks: Arc::default(),
     })
 }
 

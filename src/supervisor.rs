@@ -179,7 +179,9 @@ impl Supervisor {
         });
         if expired {
             // Planned afresh: neither the pending work nor its intent carries over.
-            session.pending = None;
+            if let Some(p) = session.pending.take() {
+                self.cancel_remote(registry, &p.tasks);
+            }
             session.current_intent.clear();
         }
         let pending_before = session.pending.clone();
@@ -252,12 +254,18 @@ impl Supervisor {
             }
             Decision::Cancel => {
                 let dropped = session.pending.take();
+                if let Some(p) = &dropped {
+                    self.cancel_remote(registry, &p.tasks);
+                }
                 session.current_intent.clear();
                 let text = with_note(summarize::cancel_text(dropped.as_ref().map(|p| p.tasks.as_slice()), lang));
                 sink.emit(StageEvent::new(Stage::Answer, text.clone()).state("cancelled", dropped.map(|p| p.tasks)));
                 text
             }
             Decision::Plan { mut plan, found, mode } => {
+                if let (PlanMode::Rerouted, Some(p)) = (mode, &pending_before) {
+                    self.cancel_remote(registry, &p.tasks);
+                }
                 // Asked again for exactly the same keys: count the round, escalate when exhausted.
                 let same_keys = mode == PlanMode::Resumed
                     && plan.runnable().next().is_none()
@@ -500,6 +508,17 @@ impl Supervisor {
         Ok((Some(planner::TurnPlan { intent, decision: Decision::Plan { plan, found, mode } }), cache_hit))
     }
 
+    /// Asks A2A agents to cancel the remote tasks of dropped sub-tasks (in the background).
+    fn cancel_remote(&self, registry: &Registry, tasks: &[SubTask]) {
+        for task in tasks {
+            let (Some(remote), Some(agent)) = (task.remote.clone(), registry.get(&task.assigned_agent).cloned()) else {
+                continue;
+            };
+            let dispatcher = self.executor.dispatcher().clone();
+            tokio::spawn(async move { dispatcher.cancel_remote(&agent, &remote).await });
+        }
+    }
+
     /// Ends the turn with an `escalated` event carrying the escalation card.
     fn escalate(
         &self,
@@ -538,6 +557,7 @@ impl Supervisor {
         }
         let mut guard = self.sessions.open(user_id, thread_id).await?;
         let dropped = guard.session.pending.take().map(|p| p.tasks).unwrap_or_default();
+        self.cancel_remote(&self.registry.load(), &dropped);
         guard.save().await?;
         Ok(Some(dropped))
     }

@@ -2,6 +2,7 @@
 
 mod common;
 
+mod a2a;
 mod agui;
 mod api;
 mod chat;

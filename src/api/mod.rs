@@ -3,6 +3,7 @@
 //!
 //! Only this module knows HTTP: status codes, JSON error bodies ([`error::ApiError`]), SSE framing.
 
+pub mod a2a;
 pub mod agui;
 pub mod chat;
 pub mod error;
@@ -32,6 +33,8 @@ pub struct AppState {
     pub reloader: Reloader,
     /// Bearer token for `/v1/admin/*`; admin endpoints answer 403 when unset.
     pub admin_token: Option<Arc<str>>,
+    /// Tasks of the supervisor's own A2A endpoint.
+    pub a2a_tasks: Arc<a2a::A2aTasks>,
 }
 
 /// The API router.
@@ -39,6 +42,8 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/v1/chat", post(chat::chat))
         .route("/v1/ag-ui", post(agui::run))
+        .route("/.well-known/agent-card.json", get(a2a::agent_card))
+        .route("/a2a", post(a2a::rpc))
         .route("/v1/agents", get(agents))
         .route("/v1/widgets", get(widgets))
         .route("/v1/config", get(config_status))

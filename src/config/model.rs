@@ -174,6 +174,8 @@ pub enum Protocol {
     Http,
     /// `POST` JSON, `text/event-stream` reply with `delta` / `result` / `error` events.
     Sse,
+    /// A2A 1.0 over JSON-RPC: `url` is the agent's base URL or its Agent Card URL.
+    A2a,
 }
 
 /// A JSON Schema given by path (relative to the config file) or inline.

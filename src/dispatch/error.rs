@@ -36,6 +36,10 @@ pub enum DispatchError {
     /// The inputs failed the card's input schema (caught before any call).
     #[error("inputs invalid: {0}")]
     InvalidInputs(String),
+    /// An A2A agent needs more from the user (`TASK_STATE_INPUT_REQUIRED`): not a failure, a
+    /// clarification continued on the same remote task.
+    #[error("the agent asks: {}", .0.question)]
+    InputRequired(crate::planner::RemoteTask),
 }
 
 impl DispatchError {
@@ -62,6 +66,8 @@ impl DispatchError {
             (Self::Agent(_), Lang::En) => "the service reported a failure",
             (Self::InvalidInputs(_), Lang::Zh) => "提供的信息格式不正确",
             (Self::InvalidInputs(_), Lang::En) => "some details were not in a usable form",
+            (Self::InputRequired(_), Lang::Zh) => "还需要您补充信息",
+            (Self::InputRequired(_), Lang::En) => "more details are needed from you",
         }
     }
 
@@ -76,6 +82,7 @@ impl DispatchError {
             Self::Agent(_) => "agent_error",
             Self::Rejected(_) => "output_rejected",
             Self::InvalidInputs(_) => "invalid_inputs",
+            Self::InputRequired(_) => "input_required",
         }
     }
 }

@@ -6,6 +6,7 @@
 //! streamed delta reached the user, all inside the agent's timeout; then the reply's `output` is
 //! checked against the card's output schema ("acceptance").
 
+pub mod a2a;
 mod error;
 pub mod http;
 pub mod sse;
@@ -22,6 +23,7 @@ use serde_json::Value;
 pub use error::DispatchError;
 
 use crate::config::Protocol;
+use crate::planner::RemoteTask;
 use crate::registry::Agent;
 
 /// Size limits on what sub-agents send back.
@@ -57,6 +59,7 @@ pub type DeltaFn<'a> = &'a (dyn Fn(&str) + Send + Sync);
 pub struct Dispatcher {
     client: reqwest::Client,
     limits: DispatchLimits,
+    cards: std::sync::Arc<a2a::CardCache>,
 }
 
 impl Default for Dispatcher {
@@ -74,12 +77,13 @@ impl Dispatcher {
             .tcp_nodelay(true)
             .build()
             .unwrap_or_default();
-        Self { client, limits }
+        Self { client, limits, cards: std::sync::Arc::default() }
     }
 
     /// Calls `agent` with the DESIGN.md section 6 request `body`, relaying streamed text to
     /// `on_delta`, within the agent's timeout, retrying transient failures up to
-    /// `endpoint.retries` times. `traceparent` is the W3C header value to send.
+    /// `endpoint.retries` times. `traceparent` is the W3C header value to send; `remote`
+    /// continues an A2A task that asked for input.
     ///
     /// # Errors
     /// [`DispatchError`]; [`DispatchError::Rejected`] when the output fails the output schema.
@@ -87,21 +91,28 @@ impl Dispatcher {
         &self,
         agent: &Agent,
         body: &Value,
+        remote: Option<&RemoteTask>,
         traceparent: &str,
         on_delta: DeltaFn<'_>,
     ) -> Result<AgentReply, DispatchError> {
-        let reply =
-            match tokio::time::timeout(agent.timeout, self.with_retries(agent, body, traceparent, on_delta)).await {
-                Ok(r) => r?,
-                Err(_) => return Err(DispatchError::Timeout(agent.timeout)),
-            };
+        let attempt = self.with_retries(agent, body, remote, traceparent, on_delta);
+        let reply = match tokio::time::timeout(agent.timeout, attempt).await {
+            Ok(r) => r?,
+            Err(_) => return Err(DispatchError::Timeout(agent.timeout)),
+        };
         accept(agent, reply)
+    }
+
+    /// Cancels an A2A task that asked for input (the user cancelled or switched intent).
+    pub async fn cancel_remote(&self, agent: &Agent, remote: &RemoteTask) {
+        a2a::cancel(&self.client, &self.cards, agent, remote, self.limits).await;
     }
 
     async fn with_retries(
         &self,
         agent: &Agent,
         body: &Value,
+        remote: Option<&RemoteTask>,
         traceparent: &str,
         on_delta: DeltaFn<'_>,
     ) -> Result<AgentReply, DispatchError> {
@@ -117,6 +128,11 @@ impl Dispatcher {
                 Protocol::Http => http::call(&self.client, agent, body, traceparent, self.limits).await,
                 Protocol::Sse => {
                     sse::call(&self.client, agent, body, traceparent, self.limits, on_delta, &relayed).await
+                }
+                Protocol::A2a => {
+                    let cards = &self.cards;
+                    a2a::call(&self.client, cards, agent, body, remote, traceparent, self.limits, on_delta, &relayed)
+                        .await
                 }
             };
             match result {

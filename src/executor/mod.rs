@@ -46,6 +46,11 @@ impl Executor {
         Self { dispatcher }
     }
 
+    /// The dispatcher.
+    pub fn dispatcher(&self) -> &Dispatcher {
+        &self.dispatcher
+    }
+
     /// Runs every `pending` sub-task of `plan` to `done`, `failed` or `skipped`, emitting
     /// `agent_started` / `agent_delta` / `agent_done` / `agent_failed` events. Results are written
     /// into the sub-tasks (`status`, `output`, `message`, `reason`).
@@ -83,13 +88,14 @@ impl Executor {
                         let dispatcher = self.dispatcher.clone();
                         let sink = sink.clone();
                         let task_id = task.task_id.clone();
+                        let remote = task.remote.clone();
                         let tp = traceparent(&ctx.trace_id);
                         running.spawn(async move {
                             let agent_id = agent.spec.id.clone();
                             let on_delta = |text: &str| {
                                 sink.emit(StageEvent::new(Stage::AgentDelta, text).agent(&agent_id).task(&task_id));
                             };
-                            (i, dispatcher.dispatch(&agent, &body, &tp, &on_delta).await)
+                            (i, dispatcher.dispatch(&agent, &body, remote.as_ref(), &tp, &on_delta).await)
                         });
                     }
                     Err(e) => self.finish(plan, &deps, i, Err(e), ctx, sink),
@@ -186,6 +192,19 @@ impl Executor {
                 task.output = Some(reply.output);
                 task.message = Some(reply.message);
             }
+            Err(DispatchError::InputRequired(remote)) => {
+                // An A2A agent asks the user something: a clarification, not a failure.
+                task.status = TaskStatus::Blocked;
+                task.reason = Some(remote.question.clone());
+                sink.emit(
+                    StageEvent::new(Stage::Blocked, remote.question.clone())
+                        .agent(&task.assigned_agent)
+                        .task(&task.task_id)
+                        .meta("input_required", json!({ "task_id": task.task_id, "question": remote.question })),
+                );
+                task.remote = Some(remote);
+                hold_dependents(plan, deps, i);
+            }
             Err(err) => {
                 tracing::warn!(agent = %task.assigned_agent, task = %task.task_id, error = %err, "sub-task failed");
                 task.status = TaskStatus::Failed;
@@ -248,5 +267,19 @@ fn failed_text(lang: Lang, description: &str, reason: &str) -> String {
     match lang {
         Lang::Zh => format!("{description}：{reason}"),
         Lang::En => format!("{description}: {reason}"),
+    }
+}
+
+/// Marks the pending (transitive) dependents of `blocked` as blocked too: they resume with it.
+fn hold_dependents(plan: &mut TaskPlan, deps: &[Vec<usize>], blocked: usize) {
+    let mut stack = vec![blocked];
+    while let Some(j) = stack.pop() {
+        for i in 0..plan.sub_tasks.len() {
+            if deps[i].contains(&j) && plan.sub_tasks[i].status == TaskStatus::Pending {
+                plan.sub_tasks[i].status = TaskStatus::Blocked;
+                plan.sub_tasks[i].reason = Some("waiting for a blocked sub-task".into());
+                stack.push(i);
+            }
+        }
     }
 }

@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 
 pub use extract::Extractor;
 pub use intent::{Lang, SimpleIntent, TermMatcher};
-pub use plan::{Candidate, KeySources, MissKind, SemanticInfo, SubTask, TaskPlan, TaskStatus, TaskType};
+pub use plan::{Candidate, KeySources, MissKind, RemoteTask, SemanticInfo, SubTask, TaskPlan, TaskStatus, TaskType};
 
 use crate::registry::Registry;
 
@@ -181,7 +181,9 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnPlan {
         if cancel {
             return decide(result, "cancel words with a pending clarification", Decision::Cancel);
         }
-        let supplies = supplies_pending(registry, pending, src);
+        // An A2A agent's own question is answered by whatever the user says next.
+        let answers_remote = pending.iter().any(|t| t.remote.is_some()) && !input.query.trim().is_empty();
+        let supplies = answers_remote || supplies_pending(registry, pending, src);
         let chat_only = matches!(
             simple,
             Some(SimpleIntent::Greeting | SimpleIntent::Thanks | SimpleIntent::Capabilities | SimpleIntent::ChitChat)
@@ -193,8 +195,9 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnPlan {
                     registry.get_enabled(&t.assigned_agent).map(|agent| Candidate {
                         task_id: Some(t.task_id.clone()),
                         agent: agent.clone(),
-                        inputs: t.inputs.clone(),
+                        inputs: remote_inputs(t, input.query),
                         depends_on: Vec::new(),
+                        remote: t.remote.clone(),
                     })
                 })
                 .collect();
@@ -260,7 +263,7 @@ pub fn fresh_plan(
         .map(|agent| {
             let mut inputs = Map::new();
             inputs.insert("message".into(), Value::String(query.to_string()));
-            Candidate { task_id: None, agent: agent.clone(), inputs, depends_on: Vec::new() }
+            Candidate { task_id: None, agent: agent.clone(), inputs, depends_on: Vec::new(), remote: None }
         })
         .collect();
     let reasoning = format!("rule planner: {} sub-task(s) from keyword matches", candidates.len());
@@ -303,10 +306,20 @@ fn elliptical(
         .map(|agent| {
             let mut inputs = Map::new();
             inputs.insert("message".into(), Value::String(rewritten.clone()));
-            Candidate { task_id: None, agent: agent.clone(), inputs, depends_on: Vec::new() }
+            Candidate { task_id: None, agent: agent.clone(), inputs, depends_on: Vec::new(), remote: None }
         })
         .collect();
     Some((rewritten, candidates))
+}
+
+/// A pending sub-task's inputs for its resume: an A2A task awaiting input gets this turn's text
+/// as its message (the answer to its question).
+fn remote_inputs(task: &SubTask, query: &str) -> Map<String, Value> {
+    let mut inputs = task.inputs.clone();
+    if task.remote.is_some() && !query.trim().is_empty() {
+        inputs.insert("message".into(), Value::String(query.to_string()));
+    }
+    inputs
 }
 
 /// `true` when this turn's slots or text give a valid value for a key some pending sub-task lacks.

@@ -73,6 +73,21 @@ pub struct SubTask {
     /// The agent's `message` for the user (extension, when done).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The remote A2A task this sub-task continues (extension: set when an A2A agent asked for
+    /// input).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<RemoteTask>,
+}
+
+/// An A2A task left in `TASK_STATE_INPUT_REQUIRED`: the next turn continues it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RemoteTask {
+    /// The agent's task id.
+    pub task_id: String,
+    /// The agent's context id.
+    pub context_id: String,
+    /// What the agent asked.
+    pub question: String,
 }
 
 /// Whether a key has no value or a value that fails its schema.
@@ -149,6 +164,8 @@ pub struct Candidate {
     pub inputs: Map<String, Value>,
     /// Indices of candidates this one must wait for (besides data-flow edges).
     pub depends_on: Vec<usize>,
+    /// The remote A2A task it continues, if any.
+    pub remote: Option<RemoteTask>,
 }
 
 /// Where semantic-key values come from this turn.
@@ -244,6 +261,7 @@ pub fn build(
             reason: None,
             output: None,
             message: None,
+            remote: cand.remote.clone(),
         });
     }
 

@@ -117,6 +117,7 @@ pub fn build_from_proposal(
             agent: agent.clone(),
             inputs,
             depends_on: deps[i].iter().copied().collect(),
+            remote: None,
         });
     }
     if !problems.is_empty() {

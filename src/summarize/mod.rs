@@ -47,7 +47,13 @@ pub fn summary(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String {
         out.extend(failed);
     }
 
-    let (needed, examples) = still_needed(registry, plan, lang);
+    let (mut needed, examples) = still_needed(registry, plan, lang);
+    // Questions asked by A2A agents themselves.
+    for t in plan.sub_tasks.iter().filter(|t| t.status == TaskStatus::Blocked) {
+        if let Some(remote) = &t.remote {
+            needed.push(format!("- {}", remote.question));
+        }
+    }
     if !needed.is_empty() {
         out.push(if zh { "还需要您提供：".into() } else { "Still needed from you:".into() });
         out.extend(needed);

@@ -10,8 +10,9 @@ points there).
     python a2a_peer.py --port 0      # prints: A2A_PEER_READY http://127.0.0.1:PORT
 
 Behaviour:
+  * text exactly "ping"                   -> a direct Message reply "pong" (no task)
   * text contains "fail"                  -> WORKING, then FAILED (status message)
-  * text contains "slow"                  -> 10 WORKING updates 1 s apart, then
+  * text contains "slow" ("slow N")       -> 10 (N) WORKING updates 1 s apart, then
                                              COMPLETED; CancelTask -> CANCELED
   * destination known, nationality not    -> INPUT_REQUIRED (status message asks
                                              for nationality); a follow-up message
@@ -36,7 +37,7 @@ from typing import Any
 import uvicorn
 from starlette.applications import Starlette
 
-from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
+from a2a.helpers import get_data_parts, get_text_parts, new_data_part, new_text_message, new_text_part
 from a2a.helpers.proto_helpers import new_task_from_user_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
@@ -116,6 +117,11 @@ class VisaAgentExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         msg = context.message
         task = context.current_task
+        if task is None and "".join(get_text_parts(msg.parts)).strip().lower() == "ping":
+            # A direct Message reply (no task): the `{"message": {...}}` result shape.
+            await event_queue.enqueue_event(
+                new_text_message("pong", context_id=context.context_id))
+            return
         if task is None:
             task = new_task_from_user_message(msg)
             await event_queue.enqueue_event(task)
@@ -140,8 +146,10 @@ class VisaAgentExecutor(AgentExecutor):
             return
 
         if "slow" in lowered:
-            for i in range(1, 11):
-                await updater.start_work(agent_text(f"Still working ({i}/10)..."))
+            m = re.search(r"slow\s+(\d+)", lowered)
+            n = min(int(m.group(1)), 600) if m else 10
+            for i in range(1, n + 1):
+                await updater.start_work(agent_text(f"Still working ({i}/{n})..."))
                 await asyncio.sleep(1.0)
             await updater.add_artifact(
                 [new_text_part("slow job done"), new_data_part({"done": True})],

@@ -1,0 +1,308 @@
+//! The supervisor as an A2A 1.0 agent (DESIGN.md section 8), so supervisors nest under other
+//! supervisors: its Agent Card at `/.well-known/agent-card.json` (skills = the enabled capability
+//! cards) and JSON-RPC at `/a2a` with `SendMessage`, `SendStreamingMessage`, `GetTask` and
+//! `CancelTask` (the A2A 0.3 names `message/send`, `message/stream`, `tasks/get`, `tasks/cancel`
+//! are accepted too). Types come from the official `a2a-lf` crate.
+//!
+//! One A2A task is one turn; the A2A context is the Switchboard thread. Text parts are the query,
+//! data parts are `slots`. Missing semantic keys end the task in `TASK_STATE_INPUT_REQUIRED`
+//! whose status message carries the text and a data part `{semantic_info: [{keys,
+//! key_descriptions, fe_widgets_suggestion, ..}]}`; a follow-up message on the same task resumes
+//! it. Stage events stream as `TASK_STATE_WORKING` status updates; the answer is an artifact.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Mutex;
+
+use ::a2a::{
+    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, JsonRpcError, JsonRpcId, JsonRpcRequest,
+    JsonRpcResponse, Message, Part, PartContent, Role, SendMessageRequest, StreamResponse, Task,
+    TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
+};
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures::StreamExt;
+use serde_json::{json, Map, Value};
+use tokio_stream::wrappers::UnboundedReceiverStream;
+
+use super::AppState;
+use crate::events::{Stage, StageEvent};
+use crate::supervisor::TurnRequest;
+
+/// Tasks kept for `GetTask` / `CancelTask`, at most.
+const MAX_TASKS: usize = 10_000;
+
+/// A2A tasks served by this supervisor.
+#[derive(Debug, Default)]
+pub struct A2aTasks {
+    tasks: Mutex<HashMap<String, (Task, String)>>,
+}
+
+impl A2aTasks {
+    fn get(&self, id: &str) -> Option<(Task, String)> {
+        self.tasks.lock().ok().and_then(|t| t.get(id).cloned())
+    }
+
+    fn put(&self, task: &Task, user: &str) {
+        if let Ok(mut t) = self.tasks.lock() {
+            if t.len() >= MAX_TASKS && !t.contains_key(&task.id) {
+                // Terminal tasks go first; then everything (bounded memory beats old history).
+                t.retain(|_, (task, _)| !task.status.state.is_terminal());
+                if t.len() >= MAX_TASKS {
+                    t.clear();
+                }
+            }
+            t.insert(task.id.clone(), (task.clone(), user.to_string()));
+        }
+    }
+}
+
+fn base_url(headers: &HeaderMap) -> String {
+    let host = headers.get("host").and_then(|h| h.to_str().ok()).unwrap_or("127.0.0.1");
+    let scheme = headers.get("x-forwarded-proto").and_then(|h| h.to_str().ok()).unwrap_or("http");
+    format!("{scheme}://{host}")
+}
+
+/// `GET /.well-known/agent-card.json`.
+pub async fn agent_card(State(state): State<AppState>, headers: HeaderMap) -> Json<AgentCard> {
+    let reg = state.supervisor.registry.load();
+    let skills = reg
+        .enabled()
+        .map(|a| AgentSkill {
+            id: a.spec.id.clone(),
+            name: a.spec.name.clone(),
+            description: a.spec.description.clone(),
+            tags: a.spec.keywords.clone(),
+            examples: Some(a.spec.examples.clone()),
+            input_modes: None,
+            output_modes: None,
+            security_requirements: None,
+        })
+        .collect();
+    let modes = vec!["text/plain".to_string(), "application/json".to_string()];
+    Json(AgentCard {
+        name: "Switchboard".into(),
+        description: "A supervisor that plans requests across its sub-agents and asks for missing details.".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        supported_interfaces: vec![AgentInterface::new(format!("{}/a2a", base_url(&headers)), "JSONRPC")],
+        capabilities: AgentCapabilities { streaming: Some(true), ..Default::default() },
+        default_input_modes: modes.clone(),
+        default_output_modes: modes,
+        skills,
+        provider: None,
+        documentation_url: None,
+        icon_url: None,
+        security_schemes: None,
+        security_requirements: None,
+        signatures: None,
+    })
+}
+
+fn rpc_error(id: JsonRpcId, code: i32, message: impl Into<String>) -> Response {
+    Json(JsonRpcResponse::error(id, JsonRpcError { code, message: message.into(), data: None })).into_response()
+}
+
+/// `POST /a2a`: JSON-RPC 2.0.
+pub async fn rpc(State(state): State<AppState>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+    let req: JsonRpcRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => return rpc_error(JsonRpcId::Null, -32700, format!("parse error: {e}")),
+    };
+    let id = req.id.clone();
+    let params = req.params.unwrap_or(Value::Null);
+    let user =
+        headers.get("x-user-id").and_then(|v| v.to_str().ok()).filter(|u| !u.is_empty()).unwrap_or("a2a").to_string();
+    match req.method.as_str() {
+        "SendMessage" | "message/send" => match start(&state, params, &user) {
+            Ok((task, turn)) => {
+                let events: Vec<StageEvent> = UnboundedReceiverStream::new(turn).collect().await;
+                let mut task = task;
+                if let Some(done) = events.iter().find(|e| e.is_done()) {
+                    finish(&mut task, done);
+                }
+                state.a2a_tasks.put(&task, &user);
+                Json(JsonRpcResponse::success(id, json!({ "task": task }))).into_response()
+            }
+            Err((code, msg)) => rpc_error(id, code, msg),
+        },
+        "SendStreamingMessage" | "message/stream" => match start(&state, params, &user) {
+            Ok((task, turn)) => stream(state, id, task, turn, user).into_response(),
+            Err((code, msg)) => rpc_error(id, code, msg),
+        },
+        "GetTask" | "tasks/get" => {
+            let task_id = params["id"].as_str().unwrap_or_default();
+            match state.a2a_tasks.get(task_id) {
+                Some((task, _)) => Json(JsonRpcResponse::success(id, json!(task))).into_response(),
+                None => rpc_error(id, -32001, "task not found"),
+            }
+        }
+        "CancelTask" | "tasks/cancel" => {
+            let task_id = params["id"].as_str().unwrap_or_default();
+            let Some((mut task, owner)) = state.a2a_tasks.get(task_id) else {
+                return rpc_error(id, -32001, "task not found");
+            };
+            if task.status.state.is_terminal() {
+                return rpc_error(id, -32002, "task cannot be canceled");
+            }
+            if let Err(e) = state.supervisor.cancel_pending(&owner, &task.context_id).await {
+                return rpc_error(id, -32603, format!("session store: {e}"));
+            }
+            task.status = TaskStatus { state: TaskState::Canceled, message: None, timestamp: Some(chrono::Utc::now()) };
+            state.a2a_tasks.put(&task, &owner);
+            Json(JsonRpcResponse::success(id, json!(task))).into_response()
+        }
+        other => rpc_error(id, -32601, format!("method not found: {other}")),
+    }
+}
+
+type Turn = tokio::sync::mpsc::UnboundedReceiver<StageEvent>;
+
+/// Validates the message, starts the turn; returns the task in `SUBMITTED`.
+fn start(state: &AppState, params: Value, user: &str) -> Result<(Task, Turn), (i32, String)> {
+    let req: SendMessageRequest =
+        serde_json::from_value(params).map_err(|e| (-32602, format!("invalid params: {e}")))?;
+    let message = req.message;
+    let mut text = Vec::new();
+    let mut slots = Map::new();
+    for part in &message.parts {
+        match &part.content {
+            PartContent::Text(t) => text.push(t.clone()),
+            PartContent::Data(Value::Object(values)) => slots.extend(values.clone()),
+            _ => {}
+        }
+    }
+    // A follow-up on a task that asked for input continues that task (and its thread).
+    let previous = message.task_id.as_deref().and_then(|t| state.a2a_tasks.get(t));
+    let continues = previous.as_ref().filter(|(t, _)| t.status.state == TaskState::InputRequired);
+    let context_id = message
+        .context_id
+        .clone()
+        .or_else(|| previous.as_ref().map(|(t, _)| t.context_id.clone()))
+        .unwrap_or_else(|| format!("ctx_{}", uuid::Uuid::new_v4().simple()));
+    let task_id = continues.map_or_else(|| format!("task_{}", uuid::Uuid::new_v4().simple()), |(t, _)| t.id.clone());
+    let body = super::chat::ChatBody {
+        query: text.join("\n"),
+        user_id: user.to_string(),
+        thread_id: Some(context_id.clone()),
+        slots: Some(slots),
+    };
+    let turn_req: TurnRequest = body.validate().map_err(|e| (-32602, e.to_string()))?;
+    let turn = state.supervisor.start_turn(turn_req);
+    let mut history = continues.and_then(|(t, _)| t.history.clone()).unwrap_or_default();
+    history.push(message);
+    let task = Task {
+        id: task_id,
+        context_id,
+        status: TaskStatus { state: TaskState::Submitted, message: None, timestamp: Some(chrono::Utc::now()) },
+        artifacts: None,
+        history: Some(history),
+        metadata: None,
+    };
+    Ok((task, turn.events))
+}
+
+fn agent_message(task: &Task, parts: Vec<Part>) -> Message {
+    let mut m = Message::new(Role::Agent, parts);
+    m.task_id = Some(task.id.clone());
+    m.context_id = Some(task.context_id.clone());
+    m
+}
+
+/// Applies the turn's `done` event to the task: state, status message, answer artifact.
+fn finish(task: &mut Task, done: &StageEvent) {
+    let semantic_info = done.metadata.get("semantic_info").filter(|v| v.as_array().is_some_and(|a| !a.is_empty()));
+    let (state, mut parts) = match (done.stage, semantic_info) {
+        (Stage::Error, _) => (TaskState::Failed, vec![Part::text(done.content.clone())]),
+        (_, Some(info)) => (
+            TaskState::InputRequired,
+            vec![Part::text(done.content.clone()), Part::data(json!({ "semantic_info": info }))],
+        ),
+        _ => (TaskState::Completed, vec![Part::text(done.content.clone())]),
+    };
+    if let Some(card) = done.metadata.get("state").and_then(|s| s.get("escalation")) {
+        parts.push(Part::data(json!({ "escalation": card })));
+    }
+    if state == TaskState::Completed {
+        let mut artifact_parts = vec![Part::text(done.content.clone())];
+        if let Some(plan) = done.metadata.get("state").and_then(|s| s.get("plan")) {
+            artifact_parts.push(Part::data(json!({ "plan": plan })));
+        }
+        task.artifacts = Some(vec![answer_artifact(artifact_parts)]);
+    }
+    let message = agent_message(task, parts);
+    task.status = TaskStatus { state, message: Some(message), timestamp: Some(chrono::Utc::now()) };
+}
+
+fn answer_artifact(parts: Vec<Part>) -> Artifact {
+    Artifact {
+        artifact_id: "answer".into(),
+        name: Some("answer".into()),
+        description: None,
+        parts,
+        metadata: None,
+        extensions: None,
+    }
+}
+
+fn frame(id: &JsonRpcId, result: &StreamResponse) -> Result<Event, Infallible> {
+    let body = JsonRpcResponse::success(id.clone(), serde_json::to_value(result).unwrap_or(Value::Null));
+    Ok(Event::default().data(serde_json::to_string(&body).unwrap_or_default()))
+}
+
+/// The streaming answer: the task, `WORKING` updates per stage event, the answer artifact, the
+/// final status.
+fn stream(state: AppState, id: JsonRpcId, task: Task, turn: Turn, user: String) -> impl IntoResponse {
+    let first = frame(&id, &StreamResponse::Task(task.clone()));
+    let mut task = task;
+    let updates = UnboundedReceiverStream::new(turn).flat_map(move |ev| {
+        let mut out = Vec::new();
+        if ev.is_done() {
+            finish(&mut task, &ev);
+            state.a2a_tasks.put(&task, &user);
+            if let Some(artifact) = task.artifacts.as_ref().and_then(|a| a.first()) {
+                out.push(frame(
+                    &id,
+                    &StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+                        task_id: task.id.clone(),
+                        context_id: task.context_id.clone(),
+                        artifact: artifact.clone(),
+                        append: None,
+                        last_chunk: Some(true),
+                        metadata: None,
+                    }),
+                ));
+            }
+            out.push(frame(
+                &id,
+                &StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                    task_id: task.id.clone(),
+                    context_id: task.context_id.clone(),
+                    status: task.status.clone(),
+                    metadata: None,
+                }),
+            ));
+        } else if !ev.content.is_empty() {
+            let message = agent_message(&task, vec![Part::text(ev.content.clone())]);
+            let mut metadata = HashMap::new();
+            metadata.insert("stage".to_string(), json!(ev.stage));
+            out.push(frame(
+                &id,
+                &StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                    task_id: task.id.clone(),
+                    context_id: task.context_id.clone(),
+                    status: TaskStatus {
+                        state: TaskState::Working,
+                        message: Some(message),
+                        timestamp: Some(chrono::Utc::now()),
+                    },
+                    metadata: Some(metadata),
+                }),
+            ));
+        }
+        futures::stream::iter(out)
+    });
+    Sse::new(futures::stream::iter([first]).chain(updates)).keep_alive(KeepAlive::default())
+}

@@ -1,0 +1,201 @@
+//! A2A against real peers nobody here wrote: the Python `a2a-sdk` serving a visa agent
+//! (`tests/peers/a2a_peer.py`) as a sub-agent, and the `a2a-sdk` client calling the supervisor's
+//! own A2A endpoint. The peers live in `tests/peers/.venv` (`tests/peers/setup.sh`, run by CI);
+//! without it these tests are skipped with a visible message.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::common::*;
+
+fn python() -> Option<PathBuf> {
+    let p = repo().join("tests/peers/.venv/bin/python");
+    if p.exists() {
+        Some(p)
+    } else {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "SKIPPED A2A peer test: run tests/peers/setup.sh (CI does)");
+        None
+    }
+}
+
+/// The a2a-sdk visa agent, running.
+struct Peer {
+    _child: Child,
+    url: String,
+}
+
+async fn spawn_peer(python: &PathBuf) -> Peer {
+    let mut child = Command::new(python)
+        .arg(repo().join("tests/peers/a2a_peer.py"))
+        .args(["--port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(url) = line.strip_prefix("A2A_PEER_READY ") {
+                return url.trim().to_string();
+            }
+        }
+        panic!("the A2A peer exited before it was ready");
+    })
+    .await
+    .expect("the A2A peer did not start");
+    Peer { _child: child, url }
+}
+
+/// The supervisor with the visa agent registered as `protocol: a2a`.
+async fn app_with_visa_agent(peer: &Peer) -> TestApp {
+    let url = peer.url.clone();
+    spawn_app_with(Setup::default(), move |c| {
+        c["agents"].as_array_mut().unwrap().push(json!({
+            "id": "visa_agent",
+            "name": "签证咨询",
+            "description": "查询目的地的签证要求。",
+            "endpoint": { "url": url, "protocol": "a2a", "timeout": "15s" },
+            "keywords": ["签证", "visa"],
+            "input_schema": { "type": "object", "properties": {
+                "message": { "type": "string" },
+                "destination": { "type": "string", "enum": ["Japan", "France", "USA", "Germany"] } },
+                "required": ["destination"] },
+            "output_schema": { "type": "object" },
+            "required_semantic_keys": [{ "key": "destination", "description": "目的地国家", "widget": "",
+                                         "extract": { "values": ["Japan", "France", "USA", "Germany"] }, "example": "Japan" }],
+        }));
+    })
+    .await
+}
+
+async fn peer_rpc(peer: &Peer, method: &str, params: Value) -> Value {
+    let card: Value =
+        reqwest::get(format!("{}/.well-known/agent-card.json", peer.url)).await.unwrap().json().await.unwrap();
+    let rpc = card["supportedInterfaces"][0]["url"].as_str().unwrap().to_string();
+    reqwest::Client::new()
+        .post(rpc)
+        .header("A2A-Version", "1.0")
+        .json(&json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_streamed_a2a_completion_is_relayed() {
+    let Some(py) = python() else { return };
+    let peer = spawn_peer(&py).await;
+    let app = app_with_visa_agent(&peer).await;
+    let events = app.ask("visa to Japan please, nationality: French", None).await;
+    let done = done(&events);
+    assert_eq!(done["stage"], "answer", "{events:#?}");
+    let deltas: Vec<&str> = of_stage(&events, "agent_delta").iter().map(|e| e["content"].as_str().unwrap()).collect();
+    assert!(deltas.iter().any(|d| d.contains("Looking up visa rules for Japan")), "status updates relayed: {deltas:?}");
+    let agent_done = of_stage(&events, "agent_done");
+    assert_eq!(agent_done.len(), 1);
+    let output = &agent_done[0]["metadata"]["state"]["output"];
+    assert_eq!(output["destination"], "Japan", "the data part is the output: {output}");
+    assert!(output["visa_required"].is_boolean());
+}
+
+#[tokio::test]
+async fn an_a2a_input_required_round_trip_resumes_the_same_remote_task() {
+    let Some(py) = python() else { return };
+    let peer = spawn_peer(&py).await;
+    let app = app_with_visa_agent(&peer).await;
+    let first = app.ask("I need a visa to Japan", None).await;
+    let th = thread(&first);
+    let done1 = done(&first);
+    let question = of_stage(&first, "blocked");
+    assert_eq!(question.len(), 1, "{first:#?}");
+    assert!(question[0]["content"].as_str().unwrap().contains("nationality"));
+    assert!(done1["content"].as_str().unwrap().contains("nationality"));
+    let s = app.get(&format!("/v1/sessions/{th}?user_id=u1")).await;
+    let remote = s["pending"]["tasks"][0]["remote"].clone();
+    assert!(remote["task_id"].is_string(), "{s}");
+
+    let second = app.ask("nationality: French", Some(&th)).await;
+    let done2 = done(&second);
+    assert_eq!(done2["stage"], "answer");
+    let agent_done = of_stage(&second, "agent_done");
+    assert_eq!(agent_done.len(), 1, "{second:#?}");
+    assert_eq!(agent_done[0]["metadata"]["state"]["output"]["nationality"], "French");
+    // The remote task itself completed: the same task continued.
+    let task = peer_rpc(&peer, "GetTask", json!({ "id": remote["task_id"] })).await;
+    assert_eq!(task["result"]["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
+}
+
+#[tokio::test]
+async fn cancelling_sends_cancel_task_to_the_a2a_agent() {
+    let Some(py) = python() else { return };
+    let peer = spawn_peer(&py).await;
+    let app = app_with_visa_agent(&peer).await;
+    let first = app.ask("I need a visa to Japan", None).await;
+    let th = thread(&first);
+    let s = app.get(&format!("/v1/sessions/{th}?user_id=u1")).await;
+    let task_id = s["pending"]["tasks"][0]["remote"]["task_id"].clone();
+    done(&app.ask("算了", Some(&th)).await);
+    let mut state = Value::Null;
+    for _ in 0..100 {
+        let task = peer_rpc(&peer, "GetTask", json!({ "id": task_id })).await;
+        state = task["result"]["status"]["state"].clone();
+        if state == "TASK_STATE_CANCELED" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(state, "TASK_STATE_CANCELED");
+}
+
+#[tokio::test]
+async fn the_a2a_sdk_client_talks_to_the_supervisor() {
+    let Some(py) = python() else { return };
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let card = app.get("/.well-known/agent-card.json").await;
+    assert!(card["skills"].as_array().unwrap().iter().any(|s| s["id"] == "hotel_agent"));
+    assert_eq!(card["supportedInterfaces"][0]["protocolBinding"], "JSONRPC");
+
+    let run = |args: Vec<String>| {
+        let py = py.clone();
+        async move {
+            let out =
+                Command::new(py).arg(repo().join("tests/peers/a2a_client_check.py")).args(args).output().await.unwrap();
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        }
+    };
+    // A completed turn, streaming and not.
+    let (code, out, err) = run(vec![app.base.clone(), "帮我订北京的酒店，2026-12-01入住".into()]).await;
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(out.contains("TASK_STATE_COMPLETED"), "{out}");
+    assert!(out.contains("artifactUpdate"), "{out}");
+    assert_eq!(app.calls("hotel_agent").len(), 2);
+
+    // Missing keys: INPUT_REQUIRED with the keys, descriptions and widget ids in a data part;
+    // the follow-up on the same task completes it.
+    let (code, out, err) = run(vec![
+        app.base.clone(),
+        "帮我订个酒店".into(),
+        "--no-blocking".into(),
+        "--follow-up".into(),
+        json!({ "city": "上海", "check_in_date": "2026-12-02" }).to_string(),
+    ])
+    .await;
+    assert!(out.contains("TASK_STATE_INPUT_REQUIRED"), "{out}\n{err}");
+    assert!(out.contains("city_picker") && out.contains("入住城市"), "{out}");
+    assert_eq!(code, Some(0), "the follow-up completed the task: {out}\n{err}");
+    assert!(app.calls("hotel_agent").iter().any(|c| c.body["inputs"]["city"] == "上海"));
+}
