@@ -72,7 +72,7 @@ impl Default for AppOptions {
 /// [`StartError::Config`] with every config error; [`StartError::Store`] when the session store
 /// cannot be opened; [`StartError::Reload`] if watching fails.
 pub async fn build_state(config: &Path, opts: AppOptions) -> Result<AppState, StartError> {
-    let registry = Arc::new(RegistryHandle::open(config)?);
+    let registry = Arc::new(RegistryHandle::open_async(config).await?);
     let backend = open_backend(&opts.store).await?;
     let sessions = Arc::new(SessionStore::new(backend, opts.session_ttl));
     let reloader = reload::spawn(registry.clone(), config.to_path_buf(), opts.watch_files)?;

@@ -199,3 +199,37 @@ async fn the_a2a_sdk_client_talks_to_the_supervisor() {
     assert_eq!(code, Some(0), "the follow-up completed the task: {out}\n{err}");
     assert!(app.calls("hotel_agent").iter().any(|c| c.body["inputs"]["city"] == "上海"));
 }
+
+#[tokio::test]
+async fn an_agent_registered_by_its_card_alone_is_described_by_the_card() {
+    let Some(py) = python() else { return };
+    let peer = spawn_peer(&py).await;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let url = peer.url.clone();
+    let app = spawn_app_with(Setup::default(), move |c| {
+        let agents = c["agents"].as_array_mut().unwrap();
+        agents.push(json!({ "id": "visa_agent", "endpoint": { "url": url, "protocol": "a2a" } }));
+        agents
+            .push(json!({ "id": "gone_agent", "endpoint": { "url": format!("http://{closed}"), "protocol": "a2a" } }));
+    })
+    .await;
+    let agents = app.get("/v1/agents").await;
+    let find = |id: &str| agents["agents"].as_array().unwrap().iter().find(|a| a["id"] == id).unwrap().clone();
+    let visa = find("visa_agent");
+    assert_eq!(visa["name"], "Visa Agent");
+    assert_eq!(visa["description"], "Tells travellers whether they need a visa for a destination.");
+    assert!(visa["keywords"].as_array().unwrap().contains(&json!("visa")), "{visa}");
+    assert_eq!(visa["available"], true);
+    // An unreachable card makes only that agent unavailable, with the reason; the load succeeded.
+    let gone = find("gone_agent");
+    assert_eq!(gone["available"], false);
+    assert!(gone["unavailable_reason"].as_str().unwrap().contains("agent card"), "{gone}");
+    assert!(app.get("/v1/config").await["last_error"].is_null());
+
+    let events = app.ask("Do I need a visa to travel to France? nationality: German", None).await;
+    assert_eq!(done(&events)["stage"], "answer");
+    assert_eq!(of_stage(&events, "agent_done")[0]["agent_id"], "visa_agent");
+    // The rest of the registry keeps working.
+    done(&app.ask("上海天气怎么样", None).await);
+    assert_eq!(app.calls("weather_agent").len(), 1);
+}

@@ -66,6 +66,8 @@ fn card(reg: &Registry, agent: &crate::registry::Agent) -> Value {
         "name": s.name,
         "description": s.description,
         "enabled": s.enabled,
+        "available": agent.unavailable.is_none(),
+        "unavailable_reason": agent.unavailable,
         "endpoint": {
             "url": s.endpoint.url,
             "protocol": s.endpoint.protocol,

@@ -76,6 +76,8 @@ pub struct ResolvedAgent {
     pub input_schema: Arc<Value>,
     /// The output JSON Schema document.
     pub output_schema: Arc<Value>,
+    /// Why the agent cannot be used (its Agent Card could not be read), if so.
+    pub unavailable: Option<String>,
 }
 
 /// The LLM prompt templates: `{prompts_dir}/intent.md`, `plan.md`, `summarize.md`, or the
@@ -365,8 +367,28 @@ impl Checker<'_> {
                 }
                 headers.push((name.clone(), value));
             }
-            let input = self.schema(&agent.input_schema, format!("{p}/input_schema"));
-            let output = self.schema(&agent.output_schema, format!("{p}/output_schema"));
+            let a2a = agent.endpoint.protocol == super::model::Protocol::A2a;
+            let any_object = || Some(Arc::new(json!({ "type": "object" })));
+            let mut schema_of = |src: &Option<SchemaSource>, field: &str| match src {
+                Some(src) => self.schema(src, format!("{p}/{field}")),
+                None if a2a => any_object(),
+                None => {
+                    self.err(p.clone(), format!("{field} is required (only a2a agents may omit it)"));
+                    None
+                }
+            };
+            let input = schema_of(&agent.input_schema, "input_schema");
+            let output = schema_of(&agent.output_schema, "output_schema");
+            if !a2a {
+                for (field, value) in [("name", &agent.name), ("description", &agent.description)] {
+                    if value.trim().is_empty() {
+                        self.err(
+                            p.clone(),
+                            format!("{field} is required (only a2a agents registered by card may omit it)"),
+                        );
+                    }
+                }
+            }
             self.keys(file, agent, &p, input.as_deref(), widgets);
             if let Some(output) = output.as_deref() {
                 let props = output.get("properties").and_then(Value::as_object);
@@ -388,6 +410,7 @@ impl Checker<'_> {
                     timeout: agent.endpoint.timeout.map_or(default_timeout, |t| t.0),
                     input_schema,
                     output_schema,
+                    unavailable: None,
                 }),
                 _ => None,
             });
@@ -410,7 +433,8 @@ impl Checker<'_> {
             if !seen.insert(k.key.as_str()) {
                 self.err(format!("{kp}/key"), format!("duplicate semantic key {:?}", k.key));
             }
-            if input.is_some() && !props.is_some_and(|props| props.contains_key(&k.key)) {
+            if agent.input_schema.is_some() && input.is_some() && !props.is_some_and(|props| props.contains_key(&k.key))
+            {
                 self.err(format!("{kp}/key"), format!("{:?} is not a property of the agent's input schema", k.key));
             }
             if let (Some(w), Some(widgets)) = (k.widget.as_deref(), widgets) {

@@ -5,6 +5,7 @@
 //! - [`load`](mod@load): read, parse, validate against the schema, then cross-check references,
 //!   collecting every error with its file and line/column or JSON pointer.
 
+pub mod cards;
 pub mod load;
 pub mod model;
 

@@ -112,11 +112,13 @@ pub struct AgentSpec {
     /// Stable id, `[a-z0-9_]+`, unique in the file. Never shown to users.
     #[schemars(regex(pattern = r"^[a-z0-9_]+$"), length(min = 1, max = 64))]
     pub id: String,
-    /// Intent label shown to the planner.
-    #[schemars(length(min = 1))]
+    /// Intent label shown to the planner. Required, except for an `a2a` agent registered by its
+    /// Agent Card (then read from the card at every load).
+    #[serde(default)]
     pub name: String,
-    /// What the agent does, in words a user understands (shown in capability answers).
-    #[schemars(length(min = 1))]
+    /// What the agent does, in words a user understands (shown in capability answers). Required,
+    /// except for an `a2a` agent registered by its card.
+    #[serde(default)]
     pub description: String,
     /// `false` = registered but never planned.
     #[serde(default = "yes")]
@@ -130,9 +132,13 @@ pub struct AgentSpec {
     #[serde(default)]
     pub examples: Vec<String>,
     /// JSON Schema of the `inputs` object: a path relative to this file, or an inline object.
-    pub input_schema: SchemaSource,
-    /// JSON Schema of the reply's `output` object: a path or an inline object.
-    pub output_schema: SchemaSource,
+    /// Required, except for `a2a` agents (default: any object).
+    #[serde(default)]
+    pub input_schema: Option<SchemaSource>,
+    /// JSON Schema of the reply's `output` object: a path or an inline object. Required, except
+    /// for `a2a` agents (default: any object).
+    #[serde(default)]
+    pub output_schema: Option<SchemaSource>,
     /// Keys the agent cannot work without; a sub-task missing one is blocked, never dispatched.
     #[serde(default)]
     pub required_semantic_keys: Vec<SemanticKeySpec>,

@@ -70,6 +70,8 @@ pub struct Agent {
     pub keys: Vec<KeyDef>,
     /// Keywords, name and examples, prepared for matching.
     pub matcher: TermMatcher,
+    /// Why the agent cannot be used right now (its Agent Card is unreachable), if so.
+    pub unavailable: Option<String>,
 }
 
 impl Agent {
@@ -166,6 +168,7 @@ impl Registry {
                 matcher,
                 keys,
                 headers,
+                unavailable: resolved.unavailable,
                 url: resolved.url,
                 timeout: resolved.timeout,
                 input_schema: resolved.input_schema,
@@ -194,9 +197,9 @@ impl Registry {
         &self.agents
     }
 
-    /// Enabled agents in config order: the only ones planned.
+    /// Enabled and available agents in config order: the only ones planned.
     pub fn enabled(&self) -> impl Iterator<Item = &Arc<Agent>> {
-        self.agents.iter().filter(|a| a.spec.enabled)
+        self.agents.iter().filter(|a| a.spec.enabled && a.unavailable.is_none())
     }
 
     /// An agent by id, enabled or not.
@@ -204,9 +207,9 @@ impl Registry {
         self.index.get(id).map(|&i| &self.agents[i])
     }
 
-    /// An enabled agent by id.
+    /// An enabled and available agent by id.
     pub fn get_enabled(&self, id: &str) -> Option<&Arc<Agent>> {
-        self.get(id).filter(|a| a.spec.enabled)
+        self.get(id).filter(|a| a.spec.enabled && a.unavailable.is_none())
     }
 }
 
@@ -269,6 +272,27 @@ impl RegistryHandle {
             status: Mutex::new(ReloadStatus::default()),
             next_version: AtomicU64::new(next),
         }
+    }
+
+    /// Like [`RegistryHandle::open`], and fills `a2a` agents registered by card from their
+    /// Agent Cards (the serving path: `serve`, `demo`).
+    ///
+    /// # Errors
+    /// Every config error.
+    pub async fn open_async(path: &std::path::Path) -> Result<Self, ConfigErrors> {
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let p = path.clone();
+        let mut loaded = tokio::task::spawn_blocking(move || crate::config::load(&p)).await.map_err(|e| {
+            ConfigErrors(vec![ConfigError {
+                file: path.display().to_string(),
+                line: None,
+                column: None,
+                pointer: None,
+                message: e.to_string(),
+            }])
+        })??;
+        crate::config::cards::resolve(&mut loaded).await;
+        Ok(Self::new(Registry::from_config(loaded, 1)?))
     }
 
     /// Loads and validates the config at `path` into a version-1 handle.

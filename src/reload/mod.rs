@@ -122,7 +122,11 @@ pub fn spawn(handle: Arc<RegistryHandle>, path: PathBuf, watch_files: bool) -> R
             let p = path.clone();
             let result = tokio::task::spawn_blocking(move || crate::config::load(&p)).await;
             let outcome = match result {
-                Ok(r) => handle.apply(r),
+                Ok(Ok(mut loaded)) => {
+                    crate::config::cards::resolve(&mut loaded).await;
+                    handle.apply(Ok(loaded))
+                }
+                Ok(Err(errors)) => handle.apply(Err(errors)),
                 Err(e) => {
                     tracing::error!(error = %e, "config loader panicked");
                     continue;
