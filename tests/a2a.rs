@@ -233,3 +233,47 @@ async fn an_agent_registered_by_its_card_alone_is_described_by_the_card() {
     done(&app.ask("上海天气怎么样", None).await);
     assert_eq!(app.calls("weather_agent").len(), 1);
 }
+
+#[tokio::test]
+async fn the_supervisor_a2a_endpoint_gets_and_cancels_tasks() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let rpc = |method: &'static str, params: Value| {
+        let client = app.client.clone();
+        let url = format!("{}/a2a", app.base);
+        async move {
+            let body = json!({ "jsonrpc": "2.0", "id": "req-1", "method": method, "params": params });
+            client
+                .post(url)
+                .header("A2A-Version", "1.0")
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    };
+    let message =
+        json!({ "message": { "messageId": "m1", "role": "ROLE_USER", "parts": [{ "text": "帮我订个酒店" }] } });
+    let sent = rpc("SendMessage", message).await;
+    let task = &sent["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{sent}");
+    let info = &task["status"]["message"]["parts"][1]["data"]["semantic_info"][0];
+    assert_eq!(info["fe_widgets_suggestion"], json!(["city_picker", "date_picker"]));
+    let id = task["id"].clone();
+
+    let got = rpc("GetTask", json!({ "id": id })).await;
+    assert_eq!(got["result"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+    assert_eq!(got["id"], "req-1");
+    let cancelled = rpc("CancelTask", json!({ "id": id })).await;
+    assert_eq!(cancelled["result"]["status"]["state"], "TASK_STATE_CANCELED");
+    let again = rpc("CancelTask", json!({ "id": id })).await;
+    assert_eq!(again["error"]["code"], -32002);
+    assert_eq!(rpc("GetTask", json!({ "id": "nope" })).await["error"]["code"], -32001);
+    assert_eq!(rpc("NoSuchMethod", json!({})).await["error"]["code"], -32601);
+    // The thread's pending work is gone too.
+    let ctx = task["contextId"].as_str().unwrap();
+    let s = app.get(&format!("/v1/sessions/{ctx}?user_id=a2a")).await;
+    assert!(s["pending"].is_null(), "{s}");
+}
