@@ -45,6 +45,12 @@ pub struct AppOptions {
     pub session_ttl: std::time::Duration,
     /// The model for LLM mode (`None`: rule planner only).
     pub llm: Option<crate::llm::LlmSettings>,
+    /// Turns open at once before new ones get 503 + `Retry-After`.
+    pub max_concurrent_requests: usize,
+    /// Turns a minute per user before 429 + `Retry-After` (0 = unlimited).
+    pub user_rate_per_minute: u32,
+    /// Allowed CORS origins (`*` = any; empty = no CORS headers).
+    pub cors_origins: Vec<String>,
     /// Reload when the config files change. `SIGHUP` and `POST /v1/admin/reload` reload either
     /// way.
     pub watch_files: bool,
@@ -59,6 +65,9 @@ impl Default for AppOptions {
             store: "memory://".into(),
             session_ttl: std::time::Duration::from_secs(24 * 3600),
             llm: None,
+            max_concurrent_requests: 1024,
+            user_rate_per_minute: 0,
+            cors_origins: Vec::new(),
             watch_files: false,
             admin_token: None,
         }
@@ -81,10 +90,15 @@ pub async fn build_state(config: &Path, opts: AppOptions) -> Result<AppState, St
         reloader,
         admin_token: opts.admin_token.filter(|t| !t.is_empty()).map(Into::into),
         a2a_tasks: Arc::default(),
+        limits: Arc::new(crate::api::limits::Limits::new(opts.max_concurrent_requests, opts.user_rate_per_minute)),
+        shutdown: tokio_util::sync::CancellationToken::new(),
+        cors_origins: opts.cors_origins.into(),
     })
 }
 
-/// Serves `state` on `listener` until `shutdown` resolves. Accepted connections get
+/// Serves `state` on `listener` until `shutdown` resolves, then drains: no new connections;
+/// open streams may finish for up to `drain`, after which they end with an `error` done event;
+/// finally waits (bounded) for turns still writing their sessions. Accepted connections get
 /// `TCP_NODELAY`: stage events are small writes that must not wait for Nagle's algorithm.
 ///
 /// # Errors
@@ -93,8 +107,28 @@ pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    drain: std::time::Duration,
 ) -> std::io::Result<()> {
-    axum::serve(nodelay(listener), api::router(state)).with_graceful_shutdown(shutdown).await
+    let token = state.shutdown.clone();
+    let turns = state.supervisor.turns.clone();
+    let signal = {
+        let token = token.clone();
+        async move {
+            shutdown.await;
+            tracing::info!(?drain, "shutting down: draining open streams");
+            tokio::spawn(async move {
+                tokio::time::sleep(drain).await;
+                token.cancel();
+            });
+        }
+    };
+    let result = axum::serve(nodelay(listener), api::router(state)).with_graceful_shutdown(signal).await;
+    token.cancel();
+    turns.close();
+    if tokio::time::timeout(drain + std::time::Duration::from_secs(5), turns.wait()).await.is_err() {
+        tracing::warn!("turns still running at exit");
+    }
+    result
 }
 
 /// `listener` with `TCP_NODELAY` set on every accepted connection.

@@ -163,6 +163,7 @@ impl StageEvent {
 struct SinkState {
     seq: u64,
     done: bool,
+    done_stage: Option<Stage>,
     tx: mpsc::UnboundedSender<StageEvent>,
 }
 
@@ -183,7 +184,7 @@ impl EventSink {
         let sink = Self {
             session_id: session_id.into(),
             thread_id: thread_id.into(),
-            state: Arc::new(Mutex::new(SinkState { seq: 0, done: false, tx })),
+            state: Arc::new(Mutex::new(SinkState { seq: 0, done: false, done_stage: None, tx })),
         };
         (sink, rx)
     }
@@ -196,10 +197,18 @@ impl EventSink {
         }
         st.seq += 1;
         st.done = event.is_done();
+        if st.done {
+            st.done_stage = Some(event.stage);
+        }
         event.seq = st.seq;
         event.session_id = self.session_id.to_string();
         event.thread_id = self.thread_id.to_string();
         let _ = st.tx.send(event);
+    }
+
+    /// The stage of the `done` event, once it went out.
+    pub fn done_stage(&self) -> Option<Stage> {
+        self.state.lock().ok().and_then(|s| s.done_stage)
     }
 
     /// `true` once the `done` event went out.

@@ -18,6 +18,7 @@
 //! - [`summarize`]: the user-facing texts.
 //! - [`supervisor`]: the turn pipeline tying the stages together.
 //! - [`events`]: the `ResponseState` event stream.
+//! - [`metrics`]: Prometheus metrics; [`logging`]: log output with PII masked.
 //! - [`api`]: the HTTP API and SSE rendering.
 //! - [`app`]: wiring for `serve` and `demo`; [`client`]: the `ask` terminal client;
 //!   [`demo`]: sample sub-agents.
@@ -31,6 +32,7 @@ pub mod dispatch;
 pub mod events;
 pub mod executor;
 pub mod llm;
+pub mod metrics;
 pub mod planner;
 pub mod registry;
 pub mod reload;

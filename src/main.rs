@@ -29,6 +29,8 @@ enum Command {
         no_watch: bool,
         #[command(flatten)]
         store: StoreArgs,
+        #[command(flatten)]
+        limits: ServeArgs,
     },
     /// Start the supervisor and the sample sub-agents of the repo's config, in one process.
     Demo {
@@ -40,6 +42,8 @@ enum Command {
         listen: String,
         #[command(flatten)]
         store: StoreArgs,
+        #[command(flatten)]
+        limits: ServeArgs,
     },
     /// Validate a config: print every error and exit 1, or a summary and exit 0.
     Validate {
@@ -72,6 +76,22 @@ enum Command {
     },
     /// Print the JSON Schema of agents_config.yaml.
     Schema,
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Turns open at once before new ones get 503 + Retry-After.
+    #[arg(long, env = "SWITCHBOARD_MAX_CONCURRENT", default_value_t = 1024)]
+    max_concurrent_requests: usize,
+    /// Turns a minute per user before 429 + Retry-After (0 = unlimited).
+    #[arg(long, env = "SWITCHBOARD_USER_RATE", default_value_t = 0)]
+    user_rate_per_minute: u32,
+    /// Allowed CORS origin (repeatable; `*` = any).
+    #[arg(long = "cors-origin", env = "SWITCHBOARD_CORS_ORIGINS", value_delimiter = ',')]
+    cors_origins: Vec<String>,
+    /// On SIGTERM, how long open streams may finish before they are ended.
+    #[arg(long, env = "SWITCHBOARD_DRAIN_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    drain_timeout: std::time::Duration,
 }
 
 #[derive(clap::Args)]
@@ -145,21 +165,23 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             switchboard::client::ask(&query, &opts, &mut std::io::stdout()).await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Serve { config, listen, no_watch, store } => {
+        Command::Serve { config, listen, no_watch, store, limits } => {
             init_logging();
-            let opts = AppOptions { watch_files: !no_watch, ..options(store) };
+            let drain = limits.drain_timeout;
+            let opts = AppOptions { watch_files: !no_watch, ..options(store, limits) };
             let state = app::build_state(&config, opts).await.map_err(print_start_error)?;
             let listener = app::bind(&listen).await?;
             let addr = app::local_addr(&listener).map(|a| a.to_string()).unwrap_or(listen);
             tracing::info!(%addr, config = %config.display(), store = state.supervisor.sessions.kind(), "switchboard serving");
             // One machine-readable line on stdout: tests and scripts read the bound address.
             println!("switchboard listening on http://{addr}");
-            app::serve(listener, state, app::shutdown_signal()).await.context("server failed")?;
+            app::serve(listener, state, app::shutdown_signal(), drain).await.context("server failed")?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Demo { config, listen, store } => {
+        Command::Demo { config, listen, store, limits } => {
             init_logging();
-            let state = app::build_state(&config, options(store)).await.map_err(print_start_error)?;
+            let drain = limits.drain_timeout;
+            let state = app::build_state(&config, options(store, limits)).await.map_err(print_start_error)?;
             let agents = app::spawn_demo_agents(&state).await?;
             let listener = app::bind(&listen).await?;
             let addr = app::local_addr(&listener).map(|a| a.to_string()).unwrap_or(listen);
@@ -168,14 +190,17 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
                 println!("  sample sub-agent at {}", a.url());
             }
             println!("Try:  cargo run -- ask \"帮我查一下航班CA1234，然后安排白云机场接机\" --url http://{addr}");
-            app::serve(listener, state, app::shutdown_signal()).await.context("server failed")?;
+            app::serve(listener, state, app::shutdown_signal(), drain).await.context("server failed")?;
             Ok(ExitCode::SUCCESS)
         }
     }
 }
 
-fn options(store: StoreArgs) -> AppOptions {
+fn options(store: StoreArgs, limits: ServeArgs) -> AppOptions {
     AppOptions {
+        max_concurrent_requests: limits.max_concurrent_requests,
+        user_rate_per_minute: limits.user_rate_per_minute,
+        cors_origins: limits.cors_origins,
         store: store.store,
         session_ttl: store.session_ttl,
         llm: switchboard::llm::LlmSettings::from_env(),

@@ -16,6 +16,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use crate::events::{EventSink, Stage, StageEvent};
 use crate::executor::{Executor, TurnContext};
@@ -39,6 +40,8 @@ pub struct TurnRequest {
     pub thread_id: Option<String>,
     /// Values from the frontend's widget form.
     pub slots: Map<String, Value>,
+    /// The W3C trace id to continue (from the client's `traceparent`), if any.
+    pub trace_id: Option<String>,
 }
 
 /// The supervisor: registry, sessions, executor and (in LLM mode) the model planner, shared by
@@ -53,6 +56,8 @@ pub struct Supervisor {
     pub executor: Executor,
     /// The LLM planner, when `LLM_BASE_URL` + `LLM_MODEL` are set.
     pub llm: Option<Arc<LlmPlanner>>,
+    /// Turns in flight (a shutdown waits for their session writes).
+    pub turns: tokio_util::task::TaskTracker,
 }
 
 /// A started turn.
@@ -86,7 +91,13 @@ fn pick(lang: Lang, zh: &str, en: &str) -> String {
 impl Supervisor {
     /// A supervisor over `registry` and `sessions`.
     pub fn new(registry: Arc<RegistryHandle>, sessions: Arc<SessionStore>) -> Self {
-        Self { registry, sessions, executor: Executor::default(), llm: None }
+        Self {
+            registry,
+            sessions,
+            executor: Executor::default(),
+            llm: None,
+            turns: tokio_util::task::TaskTracker::new(),
+        }
     }
 
     /// Plans and summarizes with the model at `settings` (the rule planner and the template
@@ -103,12 +114,19 @@ impl Supervisor {
         let (sink, events) = EventSink::new(&session_id, &thread_id);
         let this = self.clone();
         let tid = thread_id.clone();
-        tokio::spawn(async move {
+        self.turns.spawn(async move {
             let lang = Lang::detect(&req.query);
-            let inner = tokio::spawn({
-                let sink = sink.clone();
-                async move { this.run_turn(req, tid, sink).await }
-            });
+            let trace_id = req.trace_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
+            let span = tracing::info_span!("turn", trace_id = %trace_id, thread = %tid);
+            let mut req = req;
+            req.trace_id = Some(trace_id);
+            let inner = tokio::spawn(
+                {
+                    let sink = sink.clone();
+                    async move { this.run_turn(req, tid, sink).await }
+                }
+                .instrument(span),
+            );
             if let Err(e) = inner.await {
                 tracing::error!(error = %e, "turn task failed");
             }
@@ -120,6 +138,7 @@ impl Supervisor {
                 );
                 sink.emit(StageEvent::new(Stage::Error, text));
             }
+            crate::metrics::request(sink.done_stage().map_or("error", Stage::as_str));
         });
         TurnStream { thread_id, session_id, events }
     }
@@ -127,7 +146,10 @@ impl Supervisor {
     async fn run_turn(&self, req: TurnRequest, thread_id: String, sink: EventSink) {
         let registry = self.registry.load();
         let lang = Lang::detect(&req.query);
-        let mut guard = match self.sessions.open(&req.user_id, &thread_id).await {
+        let started = std::time::Instant::now();
+        let opened = self.sessions.open(&req.user_id, &thread_id).await;
+        crate::metrics::stage("session_load", started.elapsed());
+        let mut guard = match opened {
             Ok(g) => g,
             Err(e) => {
                 tracing::error!(error = %e, thread = %thread_id, "session store failed");
@@ -151,7 +173,10 @@ impl Supervisor {
             at: Utc::now().to_rfc3339(),
         };
         guard.session.push_turn(turn, registry.settings.memory_max_history as usize);
-        if let Err(e) = guard.save().await {
+        let started = std::time::Instant::now();
+        let saved = guard.save().await;
+        crate::metrics::stage("session_save", started.elapsed());
+        if let Err(e) = saved {
             tracing::error!(error = %e, thread = %thread_id, "session save failed");
         }
     }
@@ -199,7 +224,10 @@ impl Supervisor {
             today: chrono::Local::now().date_naive(),
             plan_id: &plan_id,
         };
+        let started = std::time::Instant::now();
         let (turn, planner_meta) = self.decide(registry, input, &history).await;
+        crate::metrics::stage("plan", started.elapsed());
+        tracing::debug!(planner = %planner_meta["planner"], "turn planned");
         let mode = match &turn.decision {
             Decision::Plan { mode, .. } => Some(mode.to_owned()),
             _ => None,
@@ -364,6 +392,11 @@ impl Supervisor {
     ) -> (String, &'static str) {
         sink.emit(StageEvent::new(Stage::PlanStarted, pick(lang, "正在规划任务…", "Planning…")));
         sink.emit(StageEvent::new(Stage::PlanDone, plan.user_friendly_message.clone()).state("plan", &*plan));
+        for info in &plan.semantic_info {
+            for key in &info.keys {
+                crate::metrics::blocked(key);
+            }
+        }
         if !plan.semantic_info.is_empty() {
             sink.emit(
                 StageEvent::new(Stage::Blocked, summarize::blocked_text(registry, plan, lang))
@@ -377,10 +410,14 @@ impl Supervisor {
             session_id: session.session_id.clone(),
             user_id: req.user_id.clone(),
             thread_id: thread_id.to_string(),
-            trace_id: uuid::Uuid::new_v4().simple().to_string(),
+            trace_id: req.trace_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string()),
             lang,
+            deadline: tokio::time::Instant::now() + registry.settings.request_timeout.0,
         };
+        let started = std::time::Instant::now();
         self.executor.run(registry, plan, &ctx, sink).await;
+        crate::metrics::stage("execute", started.elapsed());
+        let started = std::time::Instant::now();
         remember_outputs(registry, plan, session);
         sink.emit(
             StageEvent::new(Stage::SummarizeStarted, pick(lang, "正在整理结果…", "Summarizing…")).agent("summarize"),
@@ -394,11 +431,16 @@ impl Supervisor {
                 .and_then(Value::as_str)
                 .unwrap_or(&req.query);
             match llm.summarize(registry, query, plan, &on_token).await {
-                Ok(text) => return (text, "llm"),
+                Ok(text) => {
+                    crate::metrics::stage("summarize", started.elapsed());
+                    return (text, "llm");
+                }
                 Err(e) => tracing::warn!(error = %e, "model summary failed; using the template"),
             }
         }
-        (summarize::summary(registry, plan, lang), "template")
+        let text = summarize::summary(registry, plan, lang);
+        crate::metrics::stage("summarize", started.elapsed());
+        (text, "template")
     }
 
     /// Decides the turn: with a model, its intents and plan (validated like the rule planner's);

@@ -113,14 +113,24 @@ async fn config_validate_checks_a_candidate_without_applying_it() {
     let app = spawn_app_with(Setup::default(), |_| {}).await;
     let url = format!("{}/v1/config/validate", app.base);
     let good = serde_yaml_ng::to_string(&app.config).unwrap();
-    let resp = app.client.post(&url).body(good).send().await.unwrap();
+    // An admin endpoint: the bearer token is required.
+    let resp = app.client.post(&url).body(good.clone()).send().await.unwrap();
+    assert_eq!(resp.status(), 401);
+    let resp = app.client.post(&url).bearer_auth("test-admin").body(good).send().await.unwrap();
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.json::<Value>().await.unwrap()["valid"], true);
 
     let mut bad = app.config.clone();
     bad["agents"][0]["required_semantic_keys"][0]["widget"] = json!("ghost_widget");
     bad["agents"][1]["id"] = json!("Bad Id");
-    let resp = app.client.post(&url).body(serde_yaml_ng::to_string(&bad).unwrap()).send().await.unwrap();
+    let resp = app
+        .client
+        .post(&url)
+        .bearer_auth("test-admin")
+        .body(serde_yaml_ng::to_string(&bad).unwrap())
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 422);
     let body: Value = resp.json().await.unwrap();
     assert_eq!(body["error"]["code"], "invalid_config");

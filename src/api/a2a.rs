@@ -162,6 +162,8 @@ type Turn = tokio::sync::mpsc::UnboundedReceiver<StageEvent>;
 
 /// Validates the message, starts the turn; returns the task in `SUBMITTED`.
 fn start(state: &AppState, params: Value, user: &str) -> Result<(Task, Turn), (i32, String)> {
+    // A2A has no HTTP status for overload: a JSON-RPC server error says so.
+    let admission = state.limits.admit(user).map_err(|e| (-32603, e.to_string()))?;
     let req: SendMessageRequest =
         serde_json::from_value(params).map_err(|e| (-32602, format!("invalid params: {e}")))?;
     let message = req.message;
@@ -191,6 +193,7 @@ fn start(state: &AppState, params: Value, user: &str) -> Result<(Task, Turn), (i
     };
     let turn_req: TurnRequest = body.validate().map_err(|e| (-32602, e.to_string()))?;
     let turn = state.supervisor.start_turn(turn_req);
+    drop(admission);
     let mut history = continues.and_then(|(t, _)| t.history.clone()).unwrap_or_default();
     history.push(message);
     let task = Task {

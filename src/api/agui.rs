@@ -22,7 +22,6 @@ use axum::response::IntoResponse;
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use super::error::{ApiError, ApiJson};
 use super::AppState;
@@ -125,12 +124,19 @@ pub async fn run(
     };
     let body =
         super::chat::ChatBody { query, user_id: user, thread_id: Some(input.thread_id.clone()), slots: Some(slots) };
-    let req: TurnRequest = body.validate()?;
+    let mut req: TurnRequest = body.validate()?;
+    req.trace_id = super::chat::trace_id(&headers);
+    let admission = state.limits.admit(&req.user_id)?;
     let turn = state.supervisor.start_turn(req);
+    let turn_events =
+        super::chat::drained(turn.events, state.shutdown.clone(), turn.thread_id.clone(), turn.session_id.clone());
     let registry = state.supervisor.registry.load();
     let mut mapper = AgUiMapper::new(input.thread_id, input.run_id, registry);
     let first = mapper.start();
-    let events = UnboundedReceiverStream::new(turn.events).flat_map(move |ev| futures::stream::iter(mapper.map(&ev)));
+    let events = turn_events.flat_map(move |ev| {
+        let _held = &admission;
+        futures::stream::iter(mapper.map(&ev))
+    });
     let stream =
         futures::stream::iter(first).chain(events).map(|v| Ok::<_, Infallible>(Event::default().data(v.to_string())));
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))

@@ -10,7 +10,9 @@ use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use tokio_stream::wrappers::UnboundedReceiverStream;
+use tokio_util::sync::CancellationToken;
+
+use crate::events::{Stage, StageEvent};
 
 use super::error::{ApiError, ApiJson};
 use super::AppState;
@@ -82,7 +84,7 @@ impl ChatBody {
                 format!("a slot value is larger than {MAX_SLOT_BYTES} bytes"),
             ));
         }
-        Ok(TurnRequest { query: self.query, user_id: self.user_id, thread_id: self.thread_id, slots })
+        Ok(TurnRequest { query: self.query, user_id: self.user_id, thread_id: self.thread_id, slots, trace_id: None })
     }
 }
 
@@ -93,18 +95,82 @@ fn wants_json(headers: &HeaderMap) -> bool {
         .is_some_and(|a| a.contains("application/json") && !a.contains("text/event-stream"))
 }
 
+/// The trace id of a W3C `traceparent` header (`00-<32 hex>-<16 hex>-<2 hex>`), if valid.
+pub fn trace_id(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get("traceparent")?.to_str().ok()?;
+    let mut parts = value.trim().split('-');
+    let (version, trace, span, flags) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let hex = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let valid = hex(version, 2) && hex(trace, 32) && hex(span, 16) && hex(flags, 2) && trace.bytes().any(|b| b != b'0');
+    valid.then(|| trace.to_ascii_lowercase())
+}
+
+/// A turn's events until its `done` — or until the server's drain deadline passes, then one
+/// synthetic `error` done event ends the stream (the turn itself goes on and is saved).
+pub fn drained(
+    events: tokio::sync::mpsc::UnboundedReceiver<StageEvent>,
+    shutdown: CancellationToken,
+    thread_id: String,
+    session_id: String,
+) -> impl futures::Stream<Item = StageEvent> {
+    struct St {
+        rx: tokio::sync::mpsc::UnboundedReceiver<StageEvent>,
+        shutdown: CancellationToken,
+        last_seq: u64,
+        lang_zh: Option<bool>,
+        ended: bool,
+        thread_id: String,
+        session_id: String,
+    }
+    let st = St { rx: events, shutdown, last_seq: 0, lang_zh: None, ended: false, thread_id, session_id };
+    futures::stream::unfold(st, |mut st| async move {
+        if st.ended {
+            return None;
+        }
+        tokio::select! {
+            biased;
+            ev = st.rx.recv() => {
+                let ev = ev?;
+                st.last_seq = ev.seq;
+                if st.lang_zh.is_none() {
+                    st.lang_zh = Some(ev.content.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)));
+                }
+                st.ended = ev.is_done();
+                Some((ev, st))
+            }
+            () = st.shutdown.cancelled() => {
+                st.ended = true;
+                let text = if st.lang_zh.unwrap_or(true) {
+                    "服务正在重启，本次请求的结果会保存在会话中，请稍后查看或重试。"
+                } else {
+                    "The service is restarting; this request's result will be kept in the conversation. Please check back or retry."
+                };
+                let mut ev = StageEvent::new(Stage::Error, text).state("error", serde_json::json!({ "code": "shutting_down" }));
+                ev.seq = st.last_seq + 1;
+                ev.thread_id = st.thread_id.clone();
+                ev.session_id = st.session_id.clone();
+                Some((ev, st))
+            }
+        }
+    })
+}
+
 /// The handler.
 pub async fn chat(
     State(state): State<AppState>,
     headers: HeaderMap,
     ApiJson(body): ApiJson<ChatBody>,
 ) -> Result<Response, ApiError> {
-    let req = body.validate()?;
+    let mut req = body.validate()?;
+    req.trace_id = trace_id(&headers);
+    let admission = state.limits.admit(&req.user_id)?;
     let turn = state.supervisor.start_turn(req);
     let thread = HeaderValue::from_str(&turn.thread_id).ok();
+    let events = drained(turn.events, state.shutdown.clone(), turn.thread_id.clone(), turn.session_id.clone());
 
     let mut response = if wants_json(&headers) {
-        let events: Vec<_> = UnboundedReceiverStream::new(turn.events).collect().await;
+        let events: Vec<_> = events.collect().await;
+        drop(admission);
         let done = events.iter().rev().find(|e| e.is_done());
         axum::Json(json!({
             "thread_id": turn.thread_id,
@@ -116,7 +182,8 @@ pub async fn chat(
         }))
         .into_response()
     } else {
-        let stream = UnboundedReceiverStream::new(turn.events).map(|ev| {
+        let stream = events.map(move |ev| {
+            let _held = &admission;
             let event = Event::default().event(ev.stage.as_str()).id(ev.seq.to_string());
             Ok::<_, Infallible>(
                 event.json_data(&ev).unwrap_or_else(|_| Event::default().comment("unserializable event")),

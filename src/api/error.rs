@@ -42,6 +42,12 @@ pub enum ApiError {
     /// 503: the service cannot take the request now.
     #[error("{0}")]
     Unavailable(String),
+    /// 503 + `Retry-After` (seconds): too many requests in flight.
+    #[error("the supervisor is at capacity; retry in {0} s")]
+    Overloaded(u64),
+    /// 429 + `Retry-After` (seconds): this user's rate is exceeded.
+    #[error("too many requests from this user; retry in {0} s")]
+    RateLimited(u64),
 }
 
 impl ApiError {
@@ -61,6 +67,8 @@ impl ApiError {
             Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             Self::InvalidConfig(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_config"),
             Self::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            Self::Overloaded(_) => (StatusCode::SERVICE_UNAVAILABLE, "overloaded"),
+            Self::RateLimited(_) => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
         }
     }
 }
@@ -72,7 +80,13 @@ impl IntoResponse for ApiError {
         if let Self::InvalidConfig(errors) = &self {
             body["error"]["errors"] = json!(errors);
         }
-        (status, axum::Json(body)).into_response()
+        let mut resp = (status, axum::Json(body)).into_response();
+        if let Self::Overloaded(secs) | Self::RateLimited(secs) = self {
+            if let Ok(v) = axum::http::HeaderValue::from_str(&secs.to_string()) {
+                resp.headers_mut().insert(axum::http::header::RETRY_AFTER, v);
+            }
+        }
+        resp
     }
 }
 

@@ -7,6 +7,7 @@ pub mod a2a;
 pub mod agui;
 pub mod chat;
 pub mod error;
+pub mod limits;
 
 use std::sync::Arc;
 
@@ -35,6 +36,13 @@ pub struct AppState {
     pub admin_token: Option<Arc<str>>,
     /// Tasks of the supervisor's own A2A endpoint.
     pub a2a_tasks: Arc<a2a::A2aTasks>,
+    /// Load shedding and per-user rate.
+    pub limits: Arc<limits::Limits>,
+    /// Cancelled when the drain deadline of a shutdown passes: open streams then end with an
+    /// `error` done event.
+    pub shutdown: tokio_util::sync::CancellationToken,
+    /// Allowed CORS origins (`*` = any); empty = no CORS headers.
+    pub cors_origins: Arc<[String]>,
 }
 
 /// The API router.
@@ -51,15 +59,51 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/admin/reload", post(admin_reload))
         .route("/v1/sessions/{thread_id}", get(get_session).delete(delete_session))
         .route("/healthz", get(|| async { Json(json!({ "status": "ok" })) }))
+        .route("/metrics", get(metrics))
         .route("/readyz", get(readyz))
         .fallback(|| async { ApiError::NotFound("no such endpoint".into()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(cors(&state.cors_origins))
         .with_state(state)
 }
 
+/// CORS for the configured origins (`*` = any); no headers when none are configured.
+fn cors(origins: &[String]) -> tower_http::cors::CorsLayer {
+    use tower_http::cors::{AllowOrigin, Any, CorsLayer};
+    if origins.is_empty() {
+        return CorsLayer::new();
+    }
+    let allow = if origins.iter().any(|o| o == "*") {
+        AllowOrigin::any()
+    } else {
+        AllowOrigin::list(origins.iter().filter_map(|o| o.parse().ok()))
+    };
+    CorsLayer::new().allow_origin(allow).allow_methods(Any).allow_headers(Any).expose_headers(Any)
+}
+
+async fn metrics(State(state): State<AppState>) -> impl axum::response::IntoResponse {
+    let reg = state.supervisor.registry.load();
+    let breakers = &state.supervisor.executor.dispatcher().breakers;
+    let circuits: Vec<(String, f64)> = reg
+        .agents()
+        .iter()
+        .map(|a| {
+            let value = match breakers.state(a.id(), &reg.settings.circuit_breaker) {
+                crate::dispatch::breaker::CircuitState::Closed => 0.0,
+                crate::dispatch::breaker::CircuitState::HalfOpen => 1.0,
+                crate::dispatch::breaker::CircuitState::Open => 2.0,
+            };
+            (a.spec.id.clone(), value)
+        })
+        .collect();
+    crate::metrics::config_version(reg.version);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], crate::metrics::render(&circuits))
+}
+
 /// A capability card as shown by the API: everything but secrets (headers, interpolated URL).
-fn card(reg: &Registry, agent: &crate::registry::Agent) -> Value {
+fn card(state: &AppState, reg: &Registry, agent: &crate::registry::Agent) -> Value {
+    let circuit = state.supervisor.executor.dispatcher().breakers.state(agent.id(), &reg.settings.circuit_breaker);
     let s = &agent.spec;
     json!({
         "id": s.id,
@@ -67,6 +111,7 @@ fn card(reg: &Registry, agent: &crate::registry::Agent) -> Value {
         "description": s.description,
         "enabled": s.enabled,
         "available": agent.unavailable.is_none(),
+        "circuit": circuit,
         "unavailable_reason": agent.unavailable,
         "endpoint": {
             "url": s.endpoint.url,
@@ -91,7 +136,7 @@ fn card(reg: &Registry, agent: &crate::registry::Agent) -> Value {
 
 async fn agents(State(state): State<AppState>) -> Json<Value> {
     let reg = state.supervisor.registry.load();
-    let agents: Vec<Value> = reg.agents().iter().map(|a| card(&reg, a)).collect();
+    let agents: Vec<Value> = reg.agents().iter().map(|a| card(&state, &reg, a)).collect();
     Json(json!({ "version": reg.version, "hash": reg.hash, "agents": agents }))
 }
 
@@ -121,7 +166,12 @@ async fn config_status(State(state): State<AppState>) -> Json<Value> {
 
 /// Validates a candidate config (YAML in the body) as if it replaced the serving file: relative
 /// paths resolve against the serving config's directory. Applies nothing.
-async fn validate_config(State(state): State<AppState>, body: String) -> Result<Json<Value>, ApiError> {
+async fn validate_config(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: String,
+) -> Result<Json<Value>, ApiError> {
+    check_admin(&state, &headers)?;
     let reg = state.supervisor.registry.load();
     let base = reg.path.parent().map(std::path::Path::to_path_buf).unwrap_or_default();
     let path = reg.path.clone();

@@ -62,6 +62,39 @@ pub struct SupervisorSettings {
     pub max_parallel_tasks: u32,
     /// Timeout of a sub-agent call when its endpoint sets none (humantime, e.g. `30s`).
     pub default_agent_timeout: HumanDuration,
+    /// Deadline of a whole turn (Switchboard extension, default `60s`): sub-tasks still running
+    /// then fail with "deadline".
+    pub request_timeout: HumanDuration,
+    /// Per-agent circuit breaker (Switchboard extension).
+    pub circuit_breaker: BreakerSettings,
+}
+
+/// `supervisor.circuit_breaker`: opens on a failure ratio over a window of recent calls, lets one
+/// probe through after the cool-down (half-open), closes on its success.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct BreakerSettings {
+    /// Open when at least this share of the calls in the window failed (0..1).
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub failure_ratio: f64,
+    /// ...and at least this many calls were made in the window.
+    #[schemars(range(min = 1, max = 10000))]
+    pub min_calls: u32,
+    /// The window of recent calls considered (humantime).
+    pub window: HumanDuration,
+    /// How long an open circuit fails calls at once before a probe (humantime).
+    pub cool_down: HumanDuration,
+}
+
+impl Default for BreakerSettings {
+    fn default() -> Self {
+        Self {
+            failure_ratio: 0.5,
+            min_calls: 5,
+            window: HumanDuration(Duration::from_secs(30)),
+            cool_down: HumanDuration(Duration::from_secs(10)),
+        }
+    }
 }
 
 impl Default for SupervisorSettings {
@@ -73,6 +106,8 @@ impl Default for SupervisorSettings {
             escalate_after_failures: 2,
             max_parallel_tasks: 8,
             default_agent_timeout: HumanDuration(Duration::from_secs(30)),
+            request_timeout: HumanDuration(Duration::from_secs(60)),
+            circuit_breaker: BreakerSettings::default(),
         }
     }
 }

@@ -36,6 +36,12 @@ pub enum DispatchError {
     /// The inputs failed the card's input schema (caught before any call).
     #[error("inputs invalid: {0}")]
     InvalidInputs(String),
+    /// The agent's circuit is open: not called (retry after the cool-down).
+    #[error("circuit open: the agent failed repeatedly; not called for up to {0:?}")]
+    CircuitOpen(Duration),
+    /// The turn's deadline passed before the sub-task finished.
+    #[error("the request deadline passed")]
+    Deadline,
     /// An A2A agent needs more from the user (`TASK_STATE_INPUT_REQUIRED`): not a failure, a
     /// clarification continued on the same remote task.
     #[error("the agent asks: {}", .0.question)]
@@ -66,9 +72,18 @@ impl DispatchError {
             (Self::Agent(_), Lang::En) => "the service reported a failure",
             (Self::InvalidInputs(_), Lang::Zh) => "提供的信息格式不正确",
             (Self::InvalidInputs(_), Lang::En) => "some details were not in a usable form",
+            (Self::CircuitOpen(_), Lang::Zh) => "服务暂时不可用，请稍后再试",
+            (Self::CircuitOpen(_), Lang::En) => "the service is temporarily unavailable, please try again later",
+            (Self::Deadline, Lang::Zh) => "处理超时",
+            (Self::Deadline, Lang::En) => "it took too long",
             (Self::InputRequired(_), Lang::Zh) => "还需要您补充信息",
             (Self::InputRequired(_), Lang::En) => "more details are needed from you",
         }
+    }
+
+    /// `true` when the failure says something about the agent's health (feeds its breaker).
+    pub fn counts_against_agent(&self) -> bool {
+        !matches!(self, Self::InvalidInputs(_) | Self::InputRequired(_) | Self::CircuitOpen(_) | Self::Deadline)
     }
 
     /// Stable code for event metadata (`connect`, `timeout`, `status`, ...).
@@ -83,6 +98,8 @@ impl DispatchError {
             Self::Rejected(_) => "output_rejected",
             Self::InvalidInputs(_) => "invalid_inputs",
             Self::InputRequired(_) => "input_required",
+            Self::CircuitOpen(_) => "circuit_open",
+            Self::Deadline => "deadline",
         }
     }
 }

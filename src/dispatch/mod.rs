@@ -7,6 +7,7 @@
 //! checked against the card's output schema ("acceptance").
 
 pub mod a2a;
+pub mod breaker;
 mod error;
 pub mod http;
 pub mod sse;
@@ -60,6 +61,8 @@ pub struct Dispatcher {
     client: reqwest::Client,
     limits: DispatchLimits,
     cards: std::sync::Arc<a2a::CardCache>,
+    /// Per-agent circuit breakers.
+    pub breakers: std::sync::Arc<breaker::Breakers>,
 }
 
 impl Default for Dispatcher {
@@ -77,13 +80,14 @@ impl Dispatcher {
             .tcp_nodelay(true)
             .build()
             .unwrap_or_default();
-        Self { client, limits, cards: std::sync::Arc::default() }
+        Self { client, limits, cards: std::sync::Arc::default(), breakers: std::sync::Arc::default() }
     }
 
     /// Calls `agent` with the DESIGN.md section 6 request `body`, relaying streamed text to
     /// `on_delta`, within the agent's timeout, retrying transient failures up to
     /// `endpoint.retries` times. `traceparent` is the W3C header value to send; `remote`
-    /// continues an A2A task that asked for input.
+    /// continues an A2A task that asked for input. The agent's circuit breaker (`breaker`
+    /// settings) is consulted first and told the outcome.
     ///
     /// # Errors
     /// [`DispatchError`]; [`DispatchError::Rejected`] when the output fails the output schema.
@@ -94,13 +98,19 @@ impl Dispatcher {
         remote: Option<&RemoteTask>,
         traceparent: &str,
         on_delta: DeltaFn<'_>,
+        breaker: &crate::config::model::BreakerSettings,
     ) -> Result<AgentReply, DispatchError> {
+        self.breakers.admit(agent.id(), breaker)?;
+        let started = std::time::Instant::now();
         let attempt = self.with_retries(agent, body, remote, traceparent, on_delta);
-        let reply = match tokio::time::timeout(agent.timeout, attempt).await {
-            Ok(r) => r?,
-            Err(_) => return Err(DispatchError::Timeout(agent.timeout)),
+        let result = match tokio::time::timeout(agent.timeout, attempt).await {
+            Ok(r) => r.and_then(|reply| accept(agent, reply)),
+            Err(_) => Err(DispatchError::Timeout(agent.timeout)),
         };
-        accept(agent, reply)
+        let healthy = result.as_ref().map_or_else(|e| !e.counts_against_agent(), |_| true);
+        self.breakers.record(agent.id(), breaker, healthy);
+        crate::metrics::agent_call(agent.id(), started.elapsed(), result.as_ref().err().map(DispatchError::code));
+        result
     }
 
     /// Cancels an A2A task that asked for input (the user cancelled or switched intent).

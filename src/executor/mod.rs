@@ -30,6 +30,8 @@ pub struct TurnContext {
     pub trace_id: String,
     /// Language of user-facing text.
     pub lang: Lang,
+    /// When the turn must be over: sub-tasks still running then fail with "deadline".
+    pub deadline: tokio::time::Instant,
 }
 
 /// Runs plans; holds the dispatcher.
@@ -89,19 +91,33 @@ impl Executor {
                         let sink = sink.clone();
                         let task_id = task.task_id.clone();
                         let remote = task.remote.clone();
+                        let breaker = registry.settings.circuit_breaker.clone();
                         let tp = traceparent(&ctx.trace_id);
                         running.spawn(async move {
                             let agent_id = agent.spec.id.clone();
                             let on_delta = |text: &str| {
                                 sink.emit(StageEvent::new(Stage::AgentDelta, text).agent(&agent_id).task(&task_id));
                             };
-                            (i, dispatcher.dispatch(&agent, &body, remote.as_ref(), &tp, &on_delta).await)
+                            (i, dispatcher.dispatch(&agent, &body, remote.as_ref(), &tp, &on_delta, &breaker).await)
                         });
                     }
                     Err(e) => self.finish(plan, &deps, i, Err(e), ctx, sink),
                 }
             }
-            let Some(joined) = running.join_next().await else { break };
+            let joined = match tokio::time::timeout_at(ctx.deadline, running.join_next()).await {
+                Ok(Some(joined)) => joined,
+                Ok(None) => break,
+                Err(_) => {
+                    // The turn's deadline: stop waiting, fail what is still running.
+                    running.abort_all();
+                    for i in 0..n {
+                        if plan.sub_tasks[i].status == TaskStatus::Running {
+                            self.finish(plan, &deps, i, Err(DispatchError::Deadline), ctx, sink);
+                        }
+                    }
+                    break;
+                }
+            };
             match joined {
                 Ok((i, result)) => self.finish(plan, &deps, i, result, ctx, sink),
                 Err(e) => tracing::error!(error = %e, "dispatch task panicked"),

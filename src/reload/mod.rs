@@ -133,6 +133,11 @@ pub fn spawn(handle: Arc<RegistryHandle>, path: PathBuf, watch_files: bool) -> R
                 }
             };
             last_failed = matches!(outcome, ReloadOutcome::Rejected { .. });
+            match &outcome {
+                ReloadOutcome::Swapped { version, .. } => crate::metrics::reload("ok", *version),
+                ReloadOutcome::Rejected { version, .. } => crate::metrics::reload("failed", *version),
+                ReloadOutcome::Unchanged { .. } => {}
+            }
             log_outcome(req.cause, &outcome);
             if let (ReloadOutcome::Swapped { .. }, Some(d)) = (&outcome, debouncer.as_mut()) {
                 rewatch(d.watcher(), &mut watched, &watch_dirs(&path, &handle.load().sources));
