@@ -32,6 +32,7 @@ pub mod dispatch;
 pub mod events;
 pub mod executor;
 pub mod llm;
+pub mod logging;
 pub mod metrics;
 pub mod planner;
 pub mod registry;

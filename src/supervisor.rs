@@ -165,7 +165,13 @@ impl Supervisor {
                 return;
             }
         };
+        let turn_started = std::time::Instant::now();
         let answer = self.converse(&registry, &req, &thread_id, &mut guard.session, lang, &sink).await;
+        tracing::info!(
+            outcome = sink.done_stage().map_or("none", Stage::as_str),
+            elapsed_ms = turn_started.elapsed().as_millis() as u64,
+            "turn finished"
+        );
         let turn = Turn {
             turn_id: uuid::Uuid::new_v4().simple().to_string(),
             query: req.query,

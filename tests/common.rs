@@ -64,6 +64,8 @@ pub struct Setup {
     pub options: HashMap<&'static str, SampleOptions>,
     /// Watch the config.
     pub watch_files: bool,
+    /// Last changes to the server options (limits, CORS, ...).
+    pub app_options: Option<Box<dyn FnOnce(&mut AppOptions) + Send>>,
 }
 
 /// The five sample agents and a supervisor on the repo's config (hot reload on).
@@ -91,12 +93,12 @@ pub async fn spawn_app_with(setup: Setup, edit: impl FnOnce(&mut Value)) -> Test
     edit(&mut config);
     let config_path = dir.path().join("agents_config.yaml");
     write_config(&config_path, &config);
-    let state = build_state(
-        &config_path,
-        AppOptions { watch_files: setup.watch_files, admin_token: Some("test-admin".into()), ..AppOptions::default() },
-    )
-    .await
-    .unwrap_or_else(|e| panic!("test config invalid: {e}"));
+    let mut options =
+        AppOptions { watch_files: setup.watch_files, admin_token: Some("test-admin".into()), ..AppOptions::default() };
+    if let Some(tweak) = setup.app_options {
+        tweak(&mut options);
+    }
+    let state = build_state(&config_path, options).await.unwrap_or_else(|e| panic!("test config invalid: {e}"));
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let router = api::router(state.clone());

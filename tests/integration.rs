@@ -10,4 +10,5 @@ mod config;
 mod conversation;
 mod durability;
 mod llm;
+mod ops;
 mod reload;
