@@ -258,7 +258,7 @@ pub async fn call(
     let max = limits.max_response_bytes;
     let mut total = 0usize;
     let bytes = resp.bytes_stream().map(move |chunk| {
-        let chunk = chunk.map_err(|e| e.to_string())?;
+        let chunk = chunk.map_err(|e| e.without_url().to_string())?;
         total += chunk.len();
         if total > max {
             return Err(format!("stream larger than {max} bytes"));

@@ -105,7 +105,9 @@ impl DispatchError {
 }
 
 impl From<reqwest::Error> for DispatchError {
+    /// The URL is dropped from the message: an interpolated `${ENV}` secret may live in it.
     fn from(e: reqwest::Error) -> Self {
+        let e = e.without_url();
         if e.is_timeout() {
             Self::Timeout(Duration::ZERO)
         } else if e.is_connect() || (e.is_request() && !e.is_body() && !e.is_decode()) {

@@ -77,7 +77,8 @@ pub async fn call(
     let max = limits.max_response_bytes;
     let mut total = 0usize;
     let bytes = resp.bytes_stream().map(move |chunk| {
-        let chunk = chunk.map_err(Source::Transport)?;
+        // Without the URL: an interpolated `${ENV}` secret may live in it.
+        let chunk = chunk.map_err(|e| Source::Transport(e.without_url()))?;
         total += chunk.len();
         if total > max {
             return Err(Source::TooLarge);

@@ -169,7 +169,7 @@ impl ChatClient {
             }
             let resp = match tokio::time::timeout_at(deadline, req.send()).await {
                 Err(_) => return Err(LlmError::Timeout(timeout)),
-                Ok(Err(e)) => return Err(LlmError::Connect(e.to_string())),
+                Ok(Err(e)) => return Err(LlmError::Connect(e.without_url().to_string())),
                 Ok(Ok(r)) => r,
             };
             let status = resp.status();
