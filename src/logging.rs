@@ -47,15 +47,57 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for MaskingStderr {
     }
 }
 
-/// Installs the global subscriber: `RUST_LOG` filter (default `info`), text or JSON.
+/// Installs the global subscriber: `RUST_LOG` filter (default `info`), text or JSON, and — built
+/// with `--features otel` and `OTEL_EXPORTER_OTLP_ENDPOINT` set — OTLP export of the spans.
 pub fn init() {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
+
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
     let json = std::env::var("SWITCHBOARD_LOG_FORMAT").is_ok_and(|f| f == "json");
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(MaskingStderr);
-    if json {
-        builder.json().with_current_span(true).with_span_list(false).init();
+    let fmt = if json {
+        tracing_subscriber::fmt::layer()
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .with_writer(MaskingStderr)
+            .boxed()
     } else {
-        builder.init();
+        tracing_subscriber::fmt::layer().with_writer(MaskingStderr).boxed()
+    };
+    let registry = tracing_subscriber::registry().with(filter).with(fmt);
+    #[cfg(feature = "otel")]
+    let registry = registry.with(otel::layer());
+    registry.init();
+}
+
+#[cfg(feature = "otel")]
+mod otel {
+    use opentelemetry::trace::TracerProvider as _;
+    use tracing_subscriber::Layer;
+
+    /// The OTLP layer when `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
+    pub fn layer<S>() -> Option<impl Layer<S>>
+    where
+        S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    {
+        std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT")?;
+        let exporter = match opentelemetry_otlp::SpanExporter::builder().with_http().build() {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("OpenTelemetry export disabled: {e}");
+                return None;
+            }
+        };
+        let resource = opentelemetry_sdk::Resource::builder().with_service_name("switchboard").build();
+        let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+            .with_batch_exporter(exporter)
+            .with_resource(resource)
+            .build();
+        let tracer = provider.tracer("switchboard");
+        opentelemetry::global::set_tracer_provider(provider);
+        Some(tracing_opentelemetry::layer().with_tracer(tracer))
     }
 }
 
