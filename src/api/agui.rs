@@ -279,7 +279,9 @@ impl AgUiMapper {
         let expires = chrono::Utc::now()
             + chrono::Duration::from_std(self.registry.settings.clarification_timeout.0)
                 .unwrap_or(chrono::Duration::MAX);
-        let mut by_task: Vec<(String, String, Vec<(String, String, String)>)> = Vec::new();
+        // (task id, agent id, [(key, description, widget)])
+        type Keys = Vec<(String, String, String)>;
+        let mut by_task: Vec<(String, String, Keys)> = Vec::new();
         for info in infos {
             let task = info["task_id"].as_str().unwrap_or_default().to_string();
             let agent = info["sub_agent_id"].as_str().unwrap_or_default().to_string();

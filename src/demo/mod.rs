@@ -345,6 +345,14 @@ fn stream(delay: Duration, result: Result<Reply, String>, pending: Pending) -> R
     Sse::new(tokio_stream::wrappers::ReceiverStream::new(rx)).keep_alive(KeepAlive::default()).into_response()
 }
 
+/// Sleeps for `d`, or not at all for zero (a zero sleep still waits for the next timer tick,
+/// about a millisecond, which would dominate a zero-latency benchmark).
+async fn pause(d: Duration) {
+    if !d.is_zero() {
+        tokio::time::sleep(d).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::{Path, PathBuf};
@@ -707,13 +715,5 @@ mod tests {
             schema_keys.sort();
             assert_eq!(reply_keys, schema_keys, "{id}: the output schema describes exactly the output");
         }
-    }
-}
-
-/// Sleeps for `d`, or not at all for zero (a zero sleep still waits for the next timer tick,
-/// about a millisecond, which would dominate a zero-latency benchmark).
-async fn pause(d: Duration) {
-    if !d.is_zero() {
-        tokio::time::sleep(d).await;
     }
 }

@@ -219,7 +219,8 @@ impl Executor {
                         .meta("input_required", json!({ "task_id": task.task_id, "question": remote.question })),
                 );
                 task.remote = Some(remote);
-                hold_dependents(plan, deps, i);
+                // Its dependents wait with it and resume with it.
+                mark_dependents(plan, deps, i, TaskStatus::Blocked, "waiting for a blocked sub-task");
             }
             Err(err) => {
                 tracing::warn!(agent = %task.assigned_agent, task = %task.task_id, error = %err, "sub-task failed");
@@ -248,26 +249,18 @@ impl Executor {
         ctx: &TurnContext,
         sink: &EventSink,
     ) {
-        let mut stack = vec![failed];
-        while let Some(j) = stack.pop() {
-            for i in 0..plan.sub_tasks.len() {
-                if deps[i].contains(&j) && plan.sub_tasks[i].status == TaskStatus::Pending {
-                    let task = &mut plan.sub_tasks[i];
-                    task.status = TaskStatus::Skipped;
-                    let reason = match ctx.lang {
-                        Lang::Zh => "前置步骤未完成，未执行",
-                        Lang::En => "skipped because an earlier step failed",
-                    };
-                    task.reason = Some(reason.into());
-                    sink.emit(
-                        StageEvent::new(Stage::AgentFailed, failed_text(ctx.lang, &task.description, reason))
-                            .agent(&task.assigned_agent)
-                            .task(&task.task_id)
-                            .state("status", TaskStatus::Skipped),
-                    );
-                    stack.push(i);
-                }
-            }
+        let reason = match ctx.lang {
+            Lang::Zh => "前置步骤未完成，未执行",
+            Lang::En => "skipped because an earlier step failed",
+        };
+        for i in mark_dependents(plan, deps, failed, TaskStatus::Skipped, reason) {
+            let task = &plan.sub_tasks[i];
+            sink.emit(
+                StageEvent::new(Stage::AgentFailed, failed_text(ctx.lang, &task.description, reason))
+                    .agent(&task.assigned_agent)
+                    .task(&task.task_id)
+                    .state("status", TaskStatus::Skipped),
+            );
         }
     }
 }
@@ -286,16 +279,26 @@ fn failed_text(lang: Lang, description: &str, reason: &str) -> String {
     }
 }
 
-/// Marks the pending (transitive) dependents of `blocked` as blocked too: they resume with it.
-fn hold_dependents(plan: &mut TaskPlan, deps: &[Vec<usize>], blocked: usize) {
-    let mut stack = vec![blocked];
+/// Gives the pending (transitive) dependents of `from` the `status` and `reason`; returns them in
+/// the order marked.
+fn mark_dependents(
+    plan: &mut TaskPlan,
+    deps: &[Vec<usize>],
+    from: usize,
+    status: TaskStatus,
+    reason: &str,
+) -> Vec<usize> {
+    let mut marked = Vec::new();
+    let mut stack = vec![from];
     while let Some(j) = stack.pop() {
-        for i in 0..plan.sub_tasks.len() {
-            if deps[i].contains(&j) && plan.sub_tasks[i].status == TaskStatus::Pending {
-                plan.sub_tasks[i].status = TaskStatus::Blocked;
-                plan.sub_tasks[i].reason = Some("waiting for a blocked sub-task".into());
+        for (i, task_deps) in deps.iter().enumerate() {
+            if task_deps.contains(&j) && plan.sub_tasks[i].status == TaskStatus::Pending {
+                plan.sub_tasks[i].status = status;
+                plan.sub_tasks[i].reason = Some(reason.to_string());
+                marked.push(i);
                 stack.push(i);
             }
         }
     }
+    marked
 }
