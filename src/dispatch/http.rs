@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{parse_reply, read_limited, snippet, AgentReply, DispatchError, DispatchLimits};
+use super::{parse_reply, post, read_limited, snippet, AgentReply, DispatchError, DispatchLimits};
 use crate::registry::Agent;
 
 /// One exchange. A non-200 status is [`DispatchError::Status`].
@@ -16,14 +16,7 @@ pub async fn call(
     traceparent: &str,
     limits: DispatchLimits,
 ) -> Result<AgentReply, DispatchError> {
-    let resp = client
-        .post(agent.url.clone())
-        .headers(agent.headers.clone())
-        .header("traceparent", traceparent)
-        .header(reqwest::header::ACCEPT, "application/json")
-        .json(body)
-        .send()
-        .await?;
+    let resp = post(client, agent, traceparent, "application/json").json(body).send().await?;
     let status = resp.status();
     let bytes = read_limited(resp, limits.max_response_bytes).await?;
     if status != reqwest::StatusCode::OK {

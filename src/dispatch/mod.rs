@@ -174,6 +174,15 @@ fn accept(agent: &Agent, reply: AgentReply) -> Result<AgentReply, DispatchError>
     }
 }
 
+/// A `POST` to the agent's endpoint with its configured headers, `traceparent` and `accept`.
+fn post(client: &reqwest::Client, agent: &Agent, traceparent: &str, accept: &str) -> reqwest::RequestBuilder {
+    client
+        .post(agent.url.clone())
+        .headers(agent.headers.clone())
+        .header("traceparent", traceparent)
+        .header(reqwest::header::ACCEPT, accept)
+}
+
 /// Parses a reply body.
 fn parse_reply(bytes: &[u8]) -> Result<AgentReply, DispatchError> {
     serde_json::from_slice(bytes)

@@ -9,7 +9,7 @@ use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{parse_reply, read_limited, snippet, AgentReply, DeltaFn, DispatchError, DispatchLimits};
+use super::{parse_reply, post, read_limited, snippet, AgentReply, DeltaFn, DispatchError, DispatchLimits};
 use crate::registry::Agent;
 
 #[derive(Deserialize)]
@@ -52,14 +52,7 @@ pub async fn call(
     on_delta: DeltaFn<'_>,
     relayed: &AtomicBool,
 ) -> Result<AgentReply, DispatchError> {
-    let resp = client
-        .post(agent.url.clone())
-        .headers(agent.headers.clone())
-        .header("traceparent", traceparent)
-        .header(reqwest::header::ACCEPT, "text/event-stream")
-        .json(body)
-        .send()
-        .await?;
+    let resp = post(client, agent, traceparent, "text/event-stream").json(body).send().await?;
     let status = resp.status();
     let is_json = resp
         .headers()
