@@ -9,6 +9,7 @@ mod chat;
 mod config;
 mod conversation;
 mod durability;
+mod faults;
 mod llm;
 mod ops;
 mod reload;

@@ -64,6 +64,7 @@ pub async fn fetch_card(
     let status = resp.status();
     let bytes = read_limited(resp, limits.max_response_bytes).await?;
     if !status.is_success() {
+        tracing::warn!(card = url, status = status.as_u16(), body = %snippet(&bytes), "sub-agent error status");
         return Err(DispatchError::Status { status: status.as_u16(), body: snippet(&bytes) });
     }
     let card: AgentCard =
@@ -236,6 +237,7 @@ pub async fn call(
     if !status.is_success() || !is_sse {
         let bytes = read_limited(resp, limits.max_response_bytes).await?;
         if !status.is_success() {
+            tracing::warn!(agent = agent.id(), status = status.as_u16(), body = %snippet(&bytes), "sub-agent error status");
             return Err(DispatchError::Status { status: status.as_u16(), body: snippet(&bytes) });
         }
         let v: Value =

@@ -7,14 +7,19 @@ use crate::planner::Lang;
 /// Why a sub-agent call failed.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum DispatchError {
-    /// Could not connect (refused, DNS, reset before a response).
+    /// Could not connect (refused, unreachable): the request never reached the agent.
     #[error("connection failed: {0}")]
     Connect(String),
+    /// The connection broke after the request was sent and before a reply: the agent may have
+    /// acted on it, so it is not sent again.
+    #[error("connection lost before the reply: {0}")]
+    Disconnected(String),
     /// No complete reply within the agent's timeout.
     #[error("no reply within {0:?}")]
     Timeout(Duration),
-    /// A non-200 status.
-    #[error("HTTP status {status}: {body}")]
+    /// A non-200 status. The body is kept for logs only: it is the agent's internals and is not
+    /// part of the message shown in event metadata.
+    #[error("HTTP status {status}")]
     Status {
         /// The status code.
         status: u16,
@@ -60,6 +65,8 @@ impl DispatchError {
         match (self, lang) {
             (Self::Connect(_), Lang::Zh) => "服务暂时无法连接",
             (Self::Connect(_), Lang::En) => "the service could not be reached",
+            (Self::Disconnected(_), Lang::Zh) => "与服务的连接中断",
+            (Self::Disconnected(_), Lang::En) => "the connection to the service was lost",
             (Self::Timeout(_), Lang::Zh) => "服务响应超时",
             (Self::Timeout(_), Lang::En) => "the service did not answer in time",
             (Self::Status { .. } | Self::Protocol(_) | Self::TooLarge(_) | Self::Rejected(_), Lang::Zh) => {
@@ -90,6 +97,7 @@ impl DispatchError {
     pub fn code(&self) -> &'static str {
         match self {
             Self::Connect(_) => "connect",
+            Self::Disconnected(_) => "disconnected",
             Self::Timeout(_) => "timeout",
             Self::Status { .. } => "status",
             Self::Protocol(_) => "protocol",
@@ -110,8 +118,11 @@ impl From<reqwest::Error> for DispatchError {
         let e = e.without_url();
         if e.is_timeout() {
             Self::Timeout(Duration::ZERO)
-        } else if e.is_connect() || (e.is_request() && !e.is_body() && !e.is_decode()) {
+        } else if e.is_connect() {
             Self::Connect(e.to_string())
+        } else if e.is_request() && !e.is_body() && !e.is_decode() {
+            // Sent (maybe fully received), then the connection broke: never retried.
+            Self::Disconnected(e.to_string())
         } else {
             Self::Protocol(e.to_string())
         }

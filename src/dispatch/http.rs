@@ -20,6 +20,7 @@ pub async fn call(
     let status = resp.status();
     let bytes = read_limited(resp, limits.max_response_bytes).await?;
     if status != reqwest::StatusCode::OK {
+        tracing::warn!(agent = agent.id(), status = status.as_u16(), body = %snippet(&bytes), "sub-agent error status");
         return Err(DispatchError::Status { status: status.as_u16(), body: snippet(&bytes) });
     }
     parse_reply(&bytes)

@@ -62,6 +62,7 @@ pub async fn call(
     if status != reqwest::StatusCode::OK || is_json {
         let bytes = read_limited(resp, limits.max_response_bytes).await?;
         if status != reqwest::StatusCode::OK {
+            tracing::warn!(agent = agent.id(), status = status.as_u16(), body = %snippet(&bytes), "sub-agent error status");
             return Err(DispatchError::Status { status: status.as_u16(), body: snippet(&bytes) });
         }
         return parse_reply(&bytes);
