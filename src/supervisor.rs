@@ -231,9 +231,10 @@ impl Supervisor {
             plan_id: &plan_id,
         };
         let started = std::time::Instant::now();
-        let (turn, planner_meta) = self.decide(registry, input, &history).await;
+        let (turn, planner_meta) =
+            self.decide(registry, input, &history).instrument(tracing::info_span!("stage", name = "plan")).await;
         crate::metrics::stage("plan", started.elapsed());
-        tracing::debug!(planner = %planner_meta["planner"], "turn planned");
+        tracing::debug!(planner = planner_meta["planner"].as_str().unwrap_or_default(), "turn planned");
         let mode = match &turn.decision {
             Decision::Plan { mode, .. } => Some(mode.to_owned()),
             _ => None,
@@ -421,7 +422,7 @@ impl Supervisor {
             deadline: tokio::time::Instant::now() + registry.settings.request_timeout.0,
         };
         let started = std::time::Instant::now();
-        self.executor.run(registry, plan, &ctx, sink).await;
+        self.executor.run(registry, plan, &ctx, sink).instrument(tracing::info_span!("stage", name = "execute")).await;
         crate::metrics::stage("execute", started.elapsed());
         let started = std::time::Instant::now();
         remember_outputs(registry, plan, session);
@@ -436,7 +437,8 @@ impl Supervisor {
                 .and_then(|t| t.inputs.get("message"))
                 .and_then(Value::as_str)
                 .unwrap_or(&req.query);
-            match llm.summarize(registry, query, plan, &on_token).await {
+            let summary = llm.summarize(registry, query, plan, &on_token);
+            match summary.instrument(tracing::info_span!("stage", name = "summarize")).await {
                 Ok(text) => {
                     crate::metrics::stage("summarize", started.elapsed());
                     return (text, "llm");

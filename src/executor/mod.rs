@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Map, Value};
 use tokio::task::JoinSet;
+use tracing::Instrument;
 
 use crate::dispatch::{traceparent, AgentReply, DispatchError, Dispatcher};
 use crate::events::{EventSink, Stage, StageEvent};
@@ -93,13 +94,18 @@ impl Executor {
                         let remote = task.remote.clone();
                         let breaker = registry.settings.circuit_breaker.clone();
                         let tp = traceparent(&ctx.trace_id);
-                        running.spawn(async move {
-                            let agent_id = agent.spec.id.clone();
-                            let on_delta = |text: &str| {
-                                sink.emit(StageEvent::new(Stage::AgentDelta, text).agent(&agent_id).task(&task_id));
-                            };
-                            (i, dispatcher.dispatch(&agent, &body, remote.as_ref(), &tp, &on_delta, &breaker).await)
-                        });
+                        // One span per dispatch, inside the turn's span (its trace id and thread).
+                        let span = tracing::info_span!("dispatch", agent = %agent.spec.id, task = %task_id);
+                        running.spawn(
+                            async move {
+                                let agent_id = agent.spec.id.clone();
+                                let on_delta = |text: &str| {
+                                    sink.emit(StageEvent::new(Stage::AgentDelta, text).agent(&agent_id).task(&task_id));
+                                };
+                                (i, dispatcher.dispatch(&agent, &body, remote.as_ref(), &tp, &on_delta, &breaker).await)
+                            }
+                            .instrument(span),
+                        );
                     }
                     Err(e) => self.finish(plan, &deps, i, Err(e), ctx, sink),
                 }
