@@ -163,6 +163,11 @@ impl TestApp {
     }
 }
 
+/// The capability card `id` in a config value.
+pub fn agent_mut<'a>(cfg: &'a mut Value, id: &str) -> &'a mut Value {
+    cfg["agents"].as_array_mut().unwrap().iter_mut().find(|a| a["id"] == id).unwrap()
+}
+
 /// Checks the stream invariants and returns the final `done` event.
 pub fn done(events: &[Value]) -> &Value {
     let dones: Vec<&Value> = events.iter().filter(|e| e["type"] == "done").collect();

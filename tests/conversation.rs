@@ -7,10 +7,6 @@ use serde_json::{json, Value};
 
 use crate::common::*;
 
-fn agent_mut<'a>(cfg: &'a mut Value, id: &str) -> &'a mut Value {
-    cfg["agents"].as_array_mut().unwrap().iter_mut().find(|a| a["id"] == id).unwrap()
-}
-
 async fn session(app: &TestApp, thread: &str, user: &str) -> (u16, Value) {
     let resp = app.client.get(format!("{}/v1/sessions/{thread}?user_id={user}", app.base)).send().await.unwrap();
     let status = resp.status().as_u16();

@@ -13,10 +13,6 @@ use switchboard::demo::SampleOptions;
 
 use crate::common::*;
 
-fn agent_mut<'a>(cfg: &'a mut Value, id: &str) -> &'a mut Value {
-    cfg["agents"].as_array_mut().unwrap().iter_mut().find(|a| a["id"] == id).unwrap()
-}
-
 /// A weather agent that fails (500) while `failing` is set; counts its calls.
 async fn flaky_weather(failing: Arc<AtomicBool>, calls: Arc<AtomicUsize>) -> String {
     let router = Router::new().route(

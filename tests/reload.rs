@@ -7,10 +7,6 @@ use serde_json::{json, Value};
 
 use crate::common::*;
 
-fn agent_mut<'a>(cfg: &'a mut Value, id: &str) -> &'a mut Value {
-    cfg["agents"].as_array_mut().unwrap().iter_mut().find(|a| a["id"] == id).unwrap()
-}
-
 #[tokio::test]
 async fn adding_changing_and_disabling_an_agent_is_picked_up() {
     let app = spawn_app().await;

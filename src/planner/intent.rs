@@ -222,26 +222,35 @@ const CANCEL: &[&str] =
 
 /// `true` when the text holds a cancel word (取消, 算了, 不用了, 不要了, cancel, never mind, forget it).
 pub fn is_cancel(lower: &str) -> bool {
-    any_term(lower, CANCEL)
+    any_term(lower, &CANCEL_TERMS)
 }
 
-fn any_term(lower: &str, list: &[&str]) -> bool {
-    list.iter().any(|t| find_term(lower, &Term::new(t)).is_some())
+fn any_term(lower: &str, terms: &[Term]) -> bool {
+    terms.iter().any(|t| find_term(lower, t).is_some())
 }
+
+fn terms(list: &[&str]) -> Vec<Term> {
+    list.iter().map(|t| Term::new(t)).collect()
+}
+
+static CANCEL_TERMS: std::sync::LazyLock<Vec<Term>> = std::sync::LazyLock::new(|| terms(CANCEL));
+
+/// The lexicons, prepared once, in priority order.
+static LEXICONS: std::sync::LazyLock<[(Vec<Term>, SimpleIntent); 6]> = std::sync::LazyLock::new(|| {
+    [
+        (terms(SENSITIVE), SimpleIntent::Sensitive),
+        (terms(HUMAN), SimpleIntent::HumanRequested),
+        (terms(CAPABILITIES), SimpleIntent::Capabilities),
+        (terms(CHIT_CHAT), SimpleIntent::ChitChat),
+        (terms(GREETING), SimpleIntent::Greeting),
+        (terms(THANKS), SimpleIntent::Thanks),
+    ]
+});
 
 /// The simple intent of a query, if one of the lexicons matches (sensitive first, then a request
 /// for a human, capabilities, greeting, thanks, chit-chat).
 pub fn simple_intent(lower: &str) -> Option<SimpleIntent> {
-    [
-        (SENSITIVE, SimpleIntent::Sensitive),
-        (HUMAN, SimpleIntent::HumanRequested),
-        (CAPABILITIES, SimpleIntent::Capabilities),
-        (CHIT_CHAT, SimpleIntent::ChitChat),
-        (GREETING, SimpleIntent::Greeting),
-        (THANKS, SimpleIntent::Thanks),
-    ]
-    .into_iter()
-    .find_map(|(list, intent)| any_term(lower, list).then_some(intent))
+    LEXICONS.iter().find_map(|(terms, intent)| any_term(lower, terms).then_some(*intent))
 }
 
 /// Enabled agents mentioned in the query, ordered by first mention: `(offset, agent id)`.
