@@ -9,7 +9,6 @@ use tokio::net::TcpListener;
 use crate::api::{self, AppState};
 use crate::config::ConfigErrors;
 use crate::demo::{spawn_sample_agent, SampleAgentHandle, SampleAgentKind, SampleOptions};
-use crate::registry::RegistryHandle;
 use crate::reload::{self, ReloadError};
 use crate::session::{open_backend, SessionStore, StoreError};
 use crate::supervisor::Supervisor;
@@ -81,7 +80,7 @@ impl Default for AppOptions {
 /// [`StartError::Config`] with every config error; [`StartError::Store`] when the session store
 /// cannot be opened; [`StartError::Reload`] if watching fails.
 pub async fn build_state(config: &Path, opts: AppOptions) -> Result<AppState, StartError> {
-    let registry = Arc::new(RegistryHandle::open_async(config).await?);
+    let registry = Arc::new(reload::snapshot::open(config).await?);
     let backend = open_backend(&opts.store).await?;
     let sessions = Arc::new(SessionStore::new(backend, opts.session_ttl));
     let reloader = reload::spawn(registry.clone(), config.to_path_buf(), opts.watch_files)?;

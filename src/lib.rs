@@ -10,6 +10,7 @@
 //! - [`config`]: the file format, loading and validation (every error, with location).
 //! - [`registry`]: immutable, versioned snapshots of a valid config; atomic swaps.
 //! - [`reload`]: the watcher and the single reload loop (files, `SIGHUP`, admin endpoint).
+//! - [`matching`]: term matching and semantic-key extractors, compiled per snapshot.
 //! - [`session`]: per-thread memory, slots and the pending clarification.
 //! - [`planner`]: intents, semantic keys, the task plan (pure: no IO).
 //! - [`llm`]: LLM mode: intent + rewrite, planning and summary from an OpenAI-compatible model.
@@ -33,6 +34,7 @@ pub mod events;
 pub mod executor;
 pub mod llm;
 pub mod logging;
+pub mod matching;
 pub mod metrics;
 pub mod planner;
 pub mod registry;

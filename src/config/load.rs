@@ -92,7 +92,7 @@ pub struct Prompts {
     pub summarize: String,
 }
 
-/// A fully validated config: the only input [`crate::registry::Registry`] is built from.
+/// A fully validated config: the only input a registry snapshot is built from.
 #[derive(Debug, Clone)]
 pub struct LoadedConfig {
     /// The config file's path.

@@ -9,6 +9,7 @@ pub mod cards;
 pub mod load;
 pub mod model;
 
+pub use cards::card_url;
 pub use load::{
     compile_schema, key_subschema, load, load_from_str, ConfigError, ConfigErrors, LoadedConfig, Prompts, ResolvedAgent,
 };

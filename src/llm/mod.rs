@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 
 pub use client::{ChatClient, LlmError, LlmSettings, Message};
 
-use crate::planner::intent::{find_term, normalize, Term};
+use crate::matching::{find_term, normalize, Term};
 use crate::planner::proposal::ProposedPlan;
 use crate::planner::{SubTask, TaskPlan, TaskStatus};
 use crate::registry::{Agent, Registry};

@@ -2,14 +2,12 @@
 //! planning. Pure: no IO, no clock (today's date and the plan id come in [`TurnInput`]).
 //!
 //! - [`intent`]: capability-card matching and the simple-intent lexicons.
-//! - [`extract`]: semantic-key extractors.
 //! - [`plan`]: the [`TaskPlan`] types and the DAG builder shared by fresh plans and resumes.
 //!
 //! [`plan_turn`] decides one turn: escalate (sensitive / human requested), resume the pending
 //! clarification (the turn supplies its values and names no other agent), plan the matched
 //! agents, or answer directly (capabilities, greeting, thanks, chit-chat, out of scope).
 
-pub mod extract;
 pub mod intent;
 pub mod plan;
 pub mod proposal;
@@ -18,8 +16,7 @@ use chrono::NaiveDate;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-pub use extract::Extractor;
-pub use intent::{Lang, SimpleIntent, TermMatcher};
+pub use intent::{Lang, SimpleIntent};
 pub use plan::{Candidate, KeySources, MissKind, RemoteTask, SemanticInfo, SubTask, TaskPlan, TaskStatus, TaskType};
 
 use crate::registry::Registry;

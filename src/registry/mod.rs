@@ -20,7 +20,7 @@ use crate::config::{
     compile_schema, key_subschema, AgentSpec, ConfigError, ConfigErrors, LoadedConfig, PlannerSettings, Prompts,
     Protocol, SemanticKeySpec, SupervisorSettings,
 };
-use crate::planner::{Extractor, TermMatcher};
+use crate::matching::{Extractor, TermMatcher};
 
 /// One semantic key of a capability card, compiled.
 #[derive(Debug)]
@@ -272,27 +272,6 @@ impl RegistryHandle {
             status: Mutex::new(ReloadStatus::default()),
             next_version: AtomicU64::new(next),
         }
-    }
-
-    /// Like [`RegistryHandle::open`], and fills `a2a` agents registered by card from their
-    /// Agent Cards (the serving path: `serve`, `demo`).
-    ///
-    /// # Errors
-    /// Every config error.
-    pub async fn open_async(path: &std::path::Path) -> Result<Self, ConfigErrors> {
-        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-        let p = path.clone();
-        let mut loaded = tokio::task::spawn_blocking(move || crate::config::load(&p)).await.map_err(|e| {
-            ConfigErrors(vec![ConfigError {
-                file: path.display().to_string(),
-                line: None,
-                column: None,
-                pointer: None,
-                message: e.to_string(),
-            }])
-        })??;
-        crate::config::cards::resolve(&mut loaded).await;
-        Ok(Self::new(Registry::from_config(loaded, 1)?))
     }
 
     /// Loads and validates the config at `path` into a version-1 handle.

@@ -19,6 +19,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::registry::{RegistryHandle, ReloadOutcome};
 
+pub mod snapshot;
+
 /// How long a burst of file events is coalesced before reloading.
 pub const DEBOUNCE: Duration = Duration::from_millis(150);
 
@@ -119,19 +121,7 @@ pub fn spawn(handle: Arc<RegistryHandle>, path: PathBuf, watch_files: bool) -> R
                 }
                 else => break,
             };
-            let p = path.clone();
-            let result = tokio::task::spawn_blocking(move || crate::config::load(&p)).await;
-            let outcome = match result {
-                Ok(Ok(mut loaded)) => {
-                    crate::config::cards::resolve(&mut loaded).await;
-                    handle.apply(Ok(loaded))
-                }
-                Ok(Err(errors)) => handle.apply(Err(errors)),
-                Err(e) => {
-                    tracing::error!(error = %e, "config loader panicked");
-                    continue;
-                }
-            };
+            let outcome = handle.apply(snapshot::load_snapshot(&path).await);
             last_failed = matches!(outcome, ReloadOutcome::Rejected { .. });
             match &outcome {
                 ReloadOutcome::Swapped { version, .. } => crate::metrics::reload("ok", *version),

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::config::{ExtractSpec, ValueType};
 
-use super::intent::{find_term, Term};
+use super::terms::{find_term, Term};
 
 /// A compiled `extract:` rule.
 #[derive(Debug, Clone)]

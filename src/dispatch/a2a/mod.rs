@@ -11,10 +11,7 @@
 //! become [`DispatchError::InputRequired`], a clarification continued on the same task and context
 //! by the next turn. The SSE frames are parsed by `eventsource-stream` (CRLF, `: ping` comments).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use ::a2a::{AgentCard, JsonRpcId, JsonRpcRequest, Message, Part, PartContent, Role, StreamResponse, Task, TaskState};
 use eventsource_stream::Eventsource;
@@ -22,59 +19,12 @@ use futures::StreamExt;
 use serde_json::{json, Map, Value};
 
 use super::{read_limited, snippet, AgentReply, DeltaFn, DispatchError, DispatchLimits};
+use crate::config::card_url;
+
+pub mod card;
 use crate::planner::RemoteTask;
 use crate::registry::Agent;
-
-/// How long a fetched Agent Card is reused.
-const CARD_TTL: Duration = Duration::from_secs(300);
-
-/// Agent Cards by card URL.
-#[derive(Debug, Default)]
-pub struct CardCache {
-    cards: Mutex<HashMap<String, (Instant, Arc<AgentCard>)>>,
-}
-
-/// The Agent Card URL for a configured endpoint URL.
-pub fn card_url(endpoint: &reqwest::Url) -> String {
-    if endpoint.path().ends_with(".json") {
-        return endpoint.to_string();
-    }
-    let mut url = endpoint.clone();
-    let path = format!("{}/.well-known/agent-card.json", endpoint.path().trim_end_matches('/'));
-    url.set_path(&path);
-    url.to_string()
-}
-
-/// Fetches (or reuses) the card at `url`.
-///
-/// # Errors
-/// [`DispatchError`] when it cannot be fetched or parsed.
-pub async fn fetch_card(
-    client: &reqwest::Client,
-    cache: &CardCache,
-    url: &str,
-    limits: DispatchLimits,
-) -> Result<Arc<AgentCard>, DispatchError> {
-    if let Some((at, card)) = cache.cards.lock().ok().and_then(|c| c.get(url).cloned()) {
-        if at.elapsed() < CARD_TTL {
-            return Ok(card);
-        }
-    }
-    let resp = client.get(url).header(::a2a::SVC_PARAM_VERSION, ::a2a::VERSION).send().await?;
-    let status = resp.status();
-    let bytes = read_limited(resp, limits.max_response_bytes).await?;
-    if !status.is_success() {
-        tracing::warn!(card = url, status = status.as_u16(), body = %snippet(&bytes), "sub-agent error status");
-        return Err(DispatchError::Status { status: status.as_u16(), body: snippet(&bytes) });
-    }
-    let card: AgentCard =
-        serde_json::from_slice(&bytes).map_err(|e| DispatchError::Protocol(format!("agent card: {e}")))?;
-    let card = Arc::new(card);
-    if let Ok(mut c) = cache.cards.lock() {
-        c.insert(url.to_string(), (Instant::now(), card.clone()));
-    }
-    Ok(card)
-}
+pub use card::{fetch_card, resolve_cards, CardCache};
 
 fn rpc_url(card: &AgentCard) -> Result<String, DispatchError> {
     card.supported_interfaces

@@ -1,0 +1,90 @@
+//! Lexical matching prepared once per registry load: [`Term`]s matched CJK-aware (a term with
+//! non-ASCII characters matches as a substring, an ASCII term only as a whole word, ignoring
+//! case), a card's [`TermMatcher`] (keywords, name, examples) and [`normalize`].
+
+/// A prepared search term: lower-cased, with its script class.
+#[derive(Debug, Clone)]
+pub struct Term {
+    lower: String,
+    word: bool,
+}
+
+impl Term {
+    /// Prepares `text` for [`find_term`].
+    pub fn new(text: &str) -> Self {
+        let lower = text.trim().to_lowercase();
+        let word = lower.is_ascii();
+        Self { lower, word }
+    }
+
+    /// Length in bytes of the lower-cased term.
+    pub fn len(&self) -> usize {
+        self.lower.len()
+    }
+
+    /// `true` for an empty term (never matches).
+    pub fn is_empty(&self) -> bool {
+        self.lower.is_empty()
+    }
+}
+
+/// Byte offset of the first match of `term` in `lower_text` (already lower-cased): substring for
+/// CJK terms, whole word for ASCII terms.
+pub fn find_term(lower_text: &str, term: &Term) -> Option<usize> {
+    if term.is_empty() {
+        return None;
+    }
+    if !term.word {
+        return lower_text.find(&term.lower);
+    }
+    let bytes = lower_text.as_bytes();
+    lower_text.match_indices(&term.lower).map(|(i, _)| i).find(|&i| {
+        let end = i + term.lower.len();
+        let before_ok = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        let after_ok = end >= bytes.len() || !bytes[end].is_ascii_alphanumeric();
+        before_ok && after_ok
+    })
+}
+
+/// An agent's keywords, name and examples, prepared once per registry load.
+#[derive(Debug, Clone)]
+pub struct TermMatcher {
+    terms: Vec<Term>,
+    examples: Vec<String>,
+}
+
+impl TermMatcher {
+    /// Prepares `terms` (keywords and name) and `examples` (matched whole, ignoring case,
+    /// whitespace and punctuation).
+    pub fn new<'a>(terms: impl IntoIterator<Item = &'a String>, examples: &[String]) -> Self {
+        Self {
+            terms: terms.into_iter().map(|t| Term::new(t)).filter(|t| !t.is_empty()).collect(),
+            examples: examples.iter().map(|e| normalize(e)).collect(),
+        }
+    }
+
+    /// Byte offset of the first match in `lower_text`, if any.
+    pub fn find(&self, lower_text: &str, normalized: &str) -> Option<usize> {
+        let by_term = self.terms.iter().filter_map(|t| find_term(lower_text, t)).min();
+        by_term.or_else(|| self.examples.iter().any(|e| e == normalized).then_some(0))
+    }
+}
+
+/// Lower-case, drop whitespace and punctuation: the key used for example matching.
+pub fn normalize(text: &str) -> String {
+    text.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cjk_substring_and_latin_words() {
+        assert_eq!(find_term("帮我订北京的酒店", &Term::new("酒店")), Some(18));
+        assert_eq!(find_term("book a hotel, please", &Term::new("Hotel")), Some(7));
+        assert_eq!(find_term("hotels", &Term::new("hotel")), None);
+        assert_eq!(find_term("订hotel", &Term::new("hotel")), Some(3));
+        assert_eq!(find_term("this is it", &Term::new("hi")), None);
+    }
+}
