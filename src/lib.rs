@@ -11,6 +11,7 @@
 //! - [`registry`]: immutable, versioned snapshots of a valid config; atomic swaps.
 //! - [`reload`]: the watcher and the single reload loop (files, `SIGHUP`, admin endpoint).
 //! - [`matching`]: term matching and semantic-key extractors, compiled per snapshot.
+//! - [`conversation`]: the conversation lifecycle as a state machine (pure: no IO, no clock).
 //! - [`session`]: per-thread memory, slots and the pending clarification.
 //! - [`planner`]: intents, semantic keys, the task plan (pure: no IO).
 //! - [`llm`]: LLM mode: intent + rewrite, planning and summary from an OpenAI-compatible model.
@@ -28,6 +29,7 @@ pub mod api;
 pub mod app;
 pub mod client;
 pub mod config;
+pub mod conversation;
 pub mod demo;
 pub mod dispatch;
 pub mod events;

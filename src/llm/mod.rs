@@ -4,6 +4,8 @@
 //! - [`client`]: the chat-completions client (retries, `Retry-After`, streaming, usage).
 //! - [`parse`]: tolerant JSON extraction (fences, prose around the object).
 //! - [`cache`]: the intent cache.
+//! - [`decide`]: the turn's decision: the model's, or the rule planner's when there is no model
+//!   or it fails.
 //!
 //! The model only ever *proposes*: intents naming no enabled agent are dropped, plans go through
 //! [`crate::planner::proposal`] (the rule planner's validation), one repair is asked for, and every
@@ -13,6 +15,7 @@
 
 pub mod cache;
 pub mod client;
+pub mod decide;
 pub mod parse;
 
 use std::time::Duration;
@@ -26,7 +29,7 @@ use crate::matching::{find_term, normalize, Term};
 use crate::planner::proposal::ProposedPlan;
 use crate::planner::{SubTask, TaskPlan, TaskStatus};
 use crate::registry::{Agent, Registry};
-use crate::session::Turn;
+use crate::session::HistoryEntry;
 
 /// The intent answer of seed 003.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -116,7 +119,7 @@ impl LlmPlanner {
         &self,
         registry: &Registry,
         query: &str,
-        history: &[Turn],
+        history: &[HistoryEntry],
         pending: Option<&[SubTask]>,
     ) -> Result<(IntentAnswer, bool), LlmError> {
         let key = normalize(query);
@@ -301,7 +304,7 @@ fn render_cards(agents: &[&Agent], with_schema: bool) -> String {
         .join("\n")
 }
 
-fn render_history(history: &[Turn]) -> String {
+fn render_history(history: &[HistoryEntry]) -> String {
     if history.is_empty() {
         return "（无）".to_string();
     }

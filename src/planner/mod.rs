@@ -32,6 +32,8 @@ pub struct TurnInput<'a> {
     pub session_slots: &'a Map<String, Value>,
     /// The pending clarification's blocked sub-tasks, if any (already checked for expiry).
     pub pending: Option<&'a [SubTask]>,
+    /// The plan id of the pending clarification (a resume keeps it).
+    pub pending_plan_id: Option<&'a str>,
     /// The previous planned turn, for elliptical follow-ups ("那上海呢？").
     pub previous: Option<Previous<'a>>,
     /// Today, for relative dates.
@@ -70,7 +72,7 @@ pub struct IntentResult {
 }
 
 /// Why a turn is handed to a human.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EscalationReason {
     /// The user asked for a human.
@@ -199,7 +201,7 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnPlan {
                 })
                 .collect();
             if !candidates.is_empty() {
-                let plan_id = pending[0].task_id.split("_task_").next().unwrap_or(input.plan_id).to_string();
+                let plan_id = input.pending_plan_id.unwrap_or(input.plan_id).to_string();
                 result.intent = candidates.iter().map(|c| c.agent.spec.id.clone()).collect();
                 result.resumes_pending = true;
                 let reason = if supplies {

@@ -26,11 +26,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
-use crate::planner::SubTask;
+use chrono::{DateTime, Utc};
+use sha2::{Digest, Sha256};
 
-/// One finished turn.
+use crate::conversation::{Conversation, ConversationState, Escalation, PendingClarification};
+
+/// One finished turn of the short-term memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Turn {
+pub struct HistoryEntry {
     /// Unique per turn: a retried save never appends it twice.
     #[serde(default)]
     pub turn_id: String,
@@ -38,77 +41,131 @@ pub struct Turn {
     pub query: String,
     /// What the supervisor answered (the `done` event's content).
     pub answer: String,
-    /// RFC 3339 time of the answer.
-    pub at: String,
+    /// When it was answered (RFC 3339 on the wire).
+    #[serde(with = "crate::conversation::rfc3339")]
+    pub at: DateTime<Utc>,
 }
 
-/// Sub-tasks blocked on semantic keys, waiting for the user's next turn.
+/// A conversation: `(user_id, thread_id)`, its memory and its lifecycle state.
+///
+/// Stored (and shown by `GET /v1/sessions/{thread_id}`) as the flat document of
+/// docs/conversation.md: `pending` is the clarification of [`ConversationState::AwaitingKeys`],
+/// `escalated` (an extension, absent unless escalated) the hand-over of
+/// [`ConversationState::Escalated`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PendingClarification {
-    /// The plan they came from.
-    pub plan_id: String,
-    /// The blocked sub-tasks, with the inputs known so far.
-    pub tasks: Vec<SubTask>,
-    /// RFC 3339 time it was opened.
-    pub created_at: String,
-    /// RFC 3339 time it expires (`clarification_timeout` after the last ask).
-    #[serde(default)]
-    pub expires_at: String,
-    /// How many times the user has been asked for the same keys.
-    pub rounds: u32,
-    /// The keys asked for in the last ask.
-    #[serde(default)]
-    pub keys: Vec<String>,
-}
-
-/// A conversation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(from = "SessionDoc", into = "SessionDoc")]
 pub struct Session {
-    /// Stable id of this `(user_id, thread_id)` session.
+    /// Stable id of this `(user_id, thread_id)` session ([`session_id`]).
     pub session_id: String,
     /// Owner.
     pub user_id: String,
     /// Thread.
     pub thread_id: String,
     /// The last turns, oldest first (at most `memory_max_history`).
-    pub history: Vec<Turn>,
+    pub history: Vec<HistoryEntry>,
     /// Semantic-key values collected so far (from text, forms and sub-agent outputs).
     pub slots: Map<String, Value>,
-    /// The open clarification, if any.
-    pub pending: Option<PendingClarification>,
-    /// Consecutive turns in which sub-tasks ran and none succeeded.
+    /// The lifecycle: state, failure count, last intent.
+    pub conversation: Conversation,
+    /// When it was last saved.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// The stored form of a [`Session`].
+#[derive(Serialize, Deserialize)]
+struct SessionDoc {
+    session_id: String,
+    user_id: String,
+    thread_id: String,
+    history: Vec<HistoryEntry>,
+    slots: Map<String, Value>,
+    pending: Option<PendingClarification>,
     #[serde(default)]
-    pub failures: u32,
-    /// Agent ids of the last planned turn (for elliptical follow-ups).
+    failures: u32,
     #[serde(default)]
-    pub current_intent: Vec<String>,
-    /// The (rewritten) query of that turn.
+    current_intent: Vec<String>,
     #[serde(default)]
-    pub current_query: String,
-    /// RFC 3339 time of the last save.
-    #[serde(default)]
-    pub updated_at: String,
+    current_query: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    escalated: Option<Escalation>,
+    #[serde(default = "crate::conversation::rfc3339::epoch", with = "crate::conversation::rfc3339")]
+    updated_at: DateTime<Utc>,
+}
+
+impl From<SessionDoc> for Session {
+    fn from(d: SessionDoc) -> Self {
+        let state = match (d.pending, d.escalated) {
+            (Some(p), _) => ConversationState::AwaitingKeys(p),
+            (None, Some(e)) => ConversationState::Escalated(e),
+            (None, None) => ConversationState::Idle,
+        };
+        Self {
+            session_id: d.session_id,
+            user_id: d.user_id,
+            thread_id: d.thread_id,
+            history: d.history,
+            slots: d.slots,
+            conversation: Conversation {
+                state,
+                failures: d.failures,
+                last_intent: d.current_intent,
+                last_query: d.current_query,
+            },
+            updated_at: d.updated_at,
+        }
+    }
+}
+
+impl From<Session> for SessionDoc {
+    fn from(s: Session) -> Self {
+        let (pending, escalated) = match s.conversation.state {
+            ConversationState::Idle => (None, None),
+            ConversationState::AwaitingKeys(p) => (Some(p), None),
+            ConversationState::Escalated(e) => (None, Some(e)),
+        };
+        Self {
+            session_id: s.session_id,
+            user_id: s.user_id,
+            thread_id: s.thread_id,
+            history: s.history,
+            slots: s.slots,
+            pending,
+            failures: s.conversation.failures,
+            current_intent: s.conversation.last_intent,
+            current_query: s.conversation.last_query,
+            escalated,
+            updated_at: s.updated_at,
+        }
+    }
+}
+
+/// `sess_` + 24 hex digits of SHA-256 over `user_id` and `thread_id`: stable per session.
+pub fn session_id(user_id: &str, thread_id: &str) -> String {
+    let digest = Sha256::new()
+        .chain_update(user_id.as_bytes())
+        .chain_update([0u8])
+        .chain_update(thread_id.as_bytes())
+        .finalize();
+    let hex: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
+    format!("sess_{hex}")
 }
 
 impl Session {
     /// A new, empty session.
     pub fn new(user_id: &str, thread_id: &str) -> Self {
         Self {
-            session_id: crate::supervisor::session_id(user_id, thread_id),
+            session_id: session_id(user_id, thread_id),
             user_id: user_id.to_string(),
             thread_id: thread_id.to_string(),
             history: Vec::new(),
             slots: Map::new(),
-            pending: None,
-            failures: 0,
-            current_intent: Vec::new(),
-            current_query: String::new(),
-            updated_at: String::new(),
+            conversation: Conversation::default(),
+            updated_at: DateTime::<Utc>::UNIX_EPOCH,
         }
     }
 
     /// Appends a turn unless a turn with the same id is already there, keeping at most `max`.
-    pub fn push_turn(&mut self, turn: Turn, max: usize) {
+    pub fn push_turn(&mut self, turn: HistoryEntry, max: usize) {
         if !turn.turn_id.is_empty() && self.history.iter().any(|t| t.turn_id == turn.turn_id) {
             return;
         }
@@ -265,7 +322,7 @@ impl SessionGuard<'_> {
     /// # Errors
     /// The backend's error (the locks are released either way).
     pub async fn save(mut self) -> Result<(), StoreError> {
-        self.session.updated_at = chrono::Utc::now().to_rfc3339();
+        self.session.updated_at = Utc::now();
         let store = self.store;
         let result = store.backend.save(&self.session, store.ttl).await;
         if let Some(token) = self.token.take() {
@@ -294,8 +351,8 @@ impl Drop for SessionGuard<'_> {
 mod tests {
     use super::*;
 
-    fn turn(id: &str) -> Turn {
-        Turn { turn_id: id.into(), query: "q".into(), answer: "a".into(), at: String::new() }
+    fn turn(id: &str) -> HistoryEntry {
+        HistoryEntry { turn_id: id.into(), query: "q".into(), answer: "a".into(), at: Utc::now() }
     }
 
     #[test]

@@ -1,0 +1,271 @@
+//! Table tests of the transitions: (state, input, now) -> (next state, effects).
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use serde_json::{json, Map};
+
+use super::*;
+use crate::planner::{SubTask, TaskStatus};
+
+fn at(min: i64) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 12, 1, 9, 0, 0).unwrap() + Duration::minutes(min)
+}
+
+fn policy() -> Policy {
+    Policy { clarification_timeout: Duration::minutes(10), max_clarification_rounds: 3, escalate_after_failures: 2 }
+}
+
+fn task(agent: &str) -> SubTask {
+    SubTask {
+        task_id: format!("plan_x_task_{agent}"),
+        description: String::new(),
+        assigned_agent: agent.into(),
+        inputs: Map::new(),
+        dependencies: Vec::new(),
+        status: TaskStatus::Blocked,
+        output: None,
+        message: None,
+        reason: None,
+        remote: None,
+    }
+}
+
+fn pending(rounds: u32, keys: &[&str], expires_at: DateTime<Utc>) -> PendingClarification {
+    PendingClarification {
+        plan_id: "plan_x".into(),
+        tasks: vec![task("hotel_agent")],
+        created_at: at(0),
+        expires_at,
+        rounds,
+        keys: keys.iter().map(|k| (*k).to_string()).collect(),
+    }
+}
+
+fn awaiting(rounds: u32, keys: &[&str], expires_at: DateTime<Utc>) -> Conversation {
+    Conversation {
+        state: ConversationState::AwaitingKeys(pending(rounds, keys, expires_at)),
+        failures: 0,
+        last_intent: vec!["hotel_agent".into()],
+        last_query: "帮我订个酒店".into(),
+    }
+}
+
+fn escalated(reason: EscalationReason) -> ConversationState {
+    ConversationState::Escalated(Escalation { reason, at: at(5) })
+}
+
+#[test]
+fn expire_drops_only_a_clarification_whose_time_has_come() {
+    let cases = [
+        ("before expiry", awaiting(1, &["city"], at(10)), at(9), false),
+        ("exactly at expiry", awaiting(1, &["city"], at(10)), at(10), true),
+        ("after expiry", awaiting(1, &["city"], at(10)), at(60), true),
+        ("idle", Conversation::default(), at(60), false),
+        (
+            "escalated",
+            Conversation { state: escalated(EscalationReason::UserRequested), ..Default::default() },
+            at(60),
+            false,
+        ),
+    ];
+    for (name, conv, now, expires) in cases {
+        let before = conv.clone();
+        let (next, dropped) = conv.expire(now);
+        assert_eq!(dropped.is_some(), expires, "{name}");
+        if expires {
+            assert_eq!(next.state, ConversationState::Idle, "{name}");
+            assert!(next.last_intent.is_empty(), "{name}: planned afresh");
+            assert_eq!(dropped.unwrap().tasks[0].assigned_agent, "hotel_agent", "{name}");
+        } else {
+            assert_eq!(next, before, "{name}: unchanged");
+        }
+    }
+}
+
+#[test]
+fn cancel_and_reroute_drop_the_pending_work() {
+    let (next, dropped) = awaiting(2, &["city"], at(10)).cancel();
+    assert_eq!(next.state, ConversationState::Idle);
+    assert!(next.last_intent.is_empty(), "cancel forgets the intent");
+    assert!(dropped.is_some());
+
+    let (next, dropped) = Conversation::default().cancel();
+    assert_eq!(next.state, ConversationState::Idle);
+    assert!(dropped.is_none(), "nothing pending: nothing to cancel");
+
+    let (next, dropped) = awaiting(2, &["city"], at(10)).reroute();
+    assert_eq!(next.state, ConversationState::Idle);
+    assert_eq!(next.last_intent, ["hotel_agent"], "re-routing keeps the memory");
+    assert!(dropped.is_some());
+
+    let idle = Conversation { state: escalated(EscalationReason::Sensitive), ..Default::default() };
+    let (next, dropped) = idle.clone().reroute();
+    assert_eq!(next, idle);
+    assert!(dropped.is_none());
+}
+
+#[test]
+fn ask_rounds_count_only_the_same_question_again() {
+    let keys = ["city".to_string(), "check_in_date".to_string()];
+    let reversed = [keys[1].clone(), keys[0].clone()];
+    let other = ["city".to_string()];
+    let cases: [(&str, Conversation, PlanMode, bool, &[String], Round); 7] = [
+        ("fresh plan", Conversation::default(), PlanMode::Fresh, false, &keys, Round::Ask(1)),
+        (
+            "resume, same keys",
+            awaiting(1, &["city", "check_in_date"], at(10)),
+            PlanMode::Resumed,
+            false,
+            &keys,
+            Round::Ask(2),
+        ),
+        (
+            "same keys in another order",
+            awaiting(1, &["city", "check_in_date"], at(10)),
+            PlanMode::Resumed,
+            false,
+            &reversed,
+            Round::Ask(2),
+        ),
+        (
+            "resume brought a value",
+            awaiting(2, &["city", "check_in_date"], at(10)),
+            PlanMode::Resumed,
+            false,
+            &other,
+            Round::Ask(1),
+        ),
+        (
+            "resume runs something",
+            awaiting(2, &["city", "check_in_date"], at(10)),
+            PlanMode::Resumed,
+            true,
+            &keys,
+            Round::Ask(1),
+        ),
+        (
+            "last allowed round",
+            awaiting(2, &["city", "check_in_date"], at(10)),
+            PlanMode::Resumed,
+            false,
+            &keys,
+            Round::Ask(3),
+        ),
+        (
+            "rounds exhausted",
+            awaiting(3, &["city", "check_in_date"], at(10)),
+            PlanMode::Resumed,
+            false,
+            &keys,
+            Round::Exhausted,
+        ),
+    ];
+    for (name, conv, mode, runs, missing, expected) in cases {
+        assert_eq!(conv.ask_round(mode, runs, missing, &policy()), expected, "{name}");
+    }
+}
+
+fn outcome(mode: PlanMode, blocked: Vec<SubTask>) -> PlanOutcome {
+    PlanOutcome {
+        mode,
+        plan_id: "plan_y".into(),
+        blocked,
+        missing_keys: vec!["city".into()],
+        agents: vec!["weather_agent".into(), "hotel_agent".into()],
+        query: "明天北京天气，再订个酒店".into(),
+    }
+}
+
+#[test]
+fn planned_opens_keeps_or_closes_the_clarification() {
+    // A fresh plan with a blocked sub-task opens a clarification expiring from now.
+    let next =
+        Conversation::default().planned(outcome(PlanMode::Fresh, vec![task("hotel_agent")]), 1, at(3), &policy());
+    let p = next.pending().expect("awaiting keys");
+    assert_eq!((p.created_at, p.expires_at, p.rounds, p.plan_id.as_str()), (at(3), at(13), 1, "plan_y"));
+    assert_eq!(next.last_intent, ["weather_agent", "hotel_agent"]);
+    assert_eq!(next.last_query, "明天北京天气，再订个酒店");
+
+    // A resume asked again keeps when the clarification was opened and the query it resumes.
+    let next = awaiting(1, &["city"], at(10)).planned(
+        outcome(PlanMode::Resumed, vec![task("hotel_agent")]),
+        2,
+        at(8),
+        &policy(),
+    );
+    let p = next.pending().expect("still awaiting");
+    assert_eq!((p.created_at, p.expires_at, p.rounds), (at(0), at(18), 2));
+    assert_eq!(next.last_query, "帮我订个酒店");
+
+    // Nothing left blocked: idle, from any state.
+    for conv in [
+        awaiting(1, &["city"], at(10)),
+        Conversation { state: escalated(EscalationReason::UserRequested), ..Default::default() },
+    ] {
+        let next = conv.planned(outcome(PlanMode::Resumed, Vec::new()), 1, at(8), &policy());
+        assert_eq!(next.state, ConversationState::Idle);
+    }
+}
+
+#[test]
+fn failures_count_turns_that_dispatched_and_all_failed() {
+    // (failures before, dispatched, succeeded) -> (failures after, escalate)
+    let cases = [
+        (0, 0, 0, 0, false),
+        (1, 0, 0, 1, false),
+        (0, 2, 0, 1, false),
+        (1, 2, 0, 0, true),
+        (1, 2, 1, 0, false),
+        (0, 1, 1, 0, false),
+    ];
+    for (before, dispatched, succeeded, after, escalate) in cases {
+        let conv = Conversation { failures: before, ..Default::default() };
+        let (next, esc) = conv.record_dispatch(dispatched, succeeded, &policy());
+        assert_eq!(
+            (next.failures, esc),
+            (after, escalate),
+            "{before} failures, {dispatched} dispatched, {succeeded} ok"
+        );
+    }
+}
+
+#[test]
+fn escalation_keeps_pending_work_unless_rounds_ran_out() {
+    use EscalationReason::*;
+    for reason in [UserRequested, Sensitive, RepeatedFailures] {
+        let next = awaiting(1, &["city"], at(10)).escalated(reason, at(4));
+        assert!(next.pending().is_some(), "{reason:?} keeps the clarification");
+    }
+    let next = awaiting(3, &["city"], at(10)).escalated(ClarificationRoundsExhausted, at(4));
+    assert_eq!(
+        next.state,
+        ConversationState::Escalated(Escalation { reason: ClarificationRoundsExhausted, at: at(4) })
+    );
+    for reason in [UserRequested, Sensitive, RepeatedFailures, ClarificationRoundsExhausted] {
+        let next = Conversation::default().escalated(reason, at(4));
+        assert_eq!(next.state, ConversationState::Escalated(Escalation { reason, at: at(4) }), "{reason:?}");
+    }
+}
+
+#[test]
+fn stored_times_are_rfc3339_and_a_corrupt_expiry_expires_at_once() {
+    let stored = json!({
+        "plan_id": "plan_x", "tasks": [], "created_at": "2026-12-01T09:00:00+00:00",
+        "expires_at": "not a time", "rounds": 1, "keys": ["city"]
+    });
+    let p: PendingClarification = serde_json::from_value(stored).unwrap();
+    assert_eq!(p.created_at, at(0));
+    assert_eq!(p.expires_at, DateTime::<Utc>::UNIX_EPOCH);
+    let conv = Conversation { state: ConversationState::AwaitingKeys(p), ..Default::default() };
+    assert!(conv.expire(at(0)).1.is_some(), "a corrupt expiry no longer waits forever");
+
+    let legacy = json!({
+        "plan_id": "plan_x", "tasks": [], "created_at": "2026-12-01T09:00:00Z", "rounds": 2
+    });
+    let p: PendingClarification = serde_json::from_value(legacy).unwrap();
+    assert_eq!(
+        (p.expires_at, p.keys.len()),
+        (DateTime::<Utc>::UNIX_EPOCH, 0),
+        "documents without expires_at still load"
+    );
+    assert_eq!(serde_json::to_value(&p).unwrap()["created_at"], "2026-12-01T09:00:00+00:00");
+}

@@ -1,0 +1,211 @@
+//! The turn pipeline: session load -> decide (the conversation state machine and the planner)
+//! -> emit -> execute -> summarize -> session save, one stage event per step (docs/events.md).
+//!
+//! [`Supervisor::start_turn`] returns at once with the turn's event receiver; the turn runs in its
+//! own task, so a client that disconnects does not cut it short: its results are still saved.
+//! The conversation's lifecycle rules (expiry, rounds, failures, escalation) are the pure
+//! transitions of [`crate::conversation`]; this module only sequences them with the IO.
+//!
+//! - [`turn`](self): one turn's decision and the effects of the state machine's transitions;
+//! - `pipeline`: a plan's events, execution and summary.
+//!
+//! **Invariant:** the stream ends with exactly one `done` event, even if the turn task panics.
+
+mod pipeline;
+mod turn;
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use serde_json::{json, Map, Value};
+use tokio::sync::mpsc;
+use tracing::Instrument;
+
+use crate::events::{EventSink, Stage, StageEvent};
+use crate::executor::Executor;
+use crate::llm::{LlmPlanner, LlmSettings};
+use crate::planner::{Lang, SubTask};
+use crate::registry::{Registry, RegistryHandle};
+use crate::session::{session_id, HistoryEntry, SessionStore};
+
+/// One user turn, as validated by the API.
+#[derive(Debug, Clone)]
+pub struct TurnRequest {
+    /// The user's text (may be empty when `slots` are given).
+    pub query: String,
+    /// The user.
+    pub user_id: String,
+    /// The thread; a new one is made when absent.
+    pub thread_id: Option<String>,
+    /// Values from the frontend's widget form.
+    pub slots: Map<String, Value>,
+    /// The W3C trace id to continue (from the client's `traceparent`), if any.
+    pub trace_id: Option<String>,
+}
+
+/// The supervisor: registry, sessions, executor and (in LLM mode) the model planner, shared by
+/// every request.
+#[derive(Debug, Clone)]
+pub struct Supervisor {
+    /// The serving registry.
+    pub registry: Arc<RegistryHandle>,
+    /// Sessions.
+    pub sessions: Arc<SessionStore>,
+    /// Runs plans.
+    pub executor: Executor,
+    /// The LLM planner, when `LLM_BASE_URL` + `LLM_MODEL` are set.
+    pub llm: Option<Arc<LlmPlanner>>,
+    /// Turns in flight (a shutdown waits for their session writes).
+    pub turns: tokio_util::task::TaskTracker,
+}
+
+/// A started turn.
+pub struct TurnStream {
+    /// The thread id (new when the request had none).
+    pub thread_id: String,
+    /// The session id.
+    pub session_id: String,
+    /// The turn's events, ending with one `done`.
+    pub events: mpsc::UnboundedReceiver<StageEvent>,
+}
+
+fn pick(lang: Lang, zh: &str, en: &str) -> String {
+    match lang {
+        Lang::Zh => zh.to_string(),
+        Lang::En => en.to_string(),
+    }
+}
+
+impl Supervisor {
+    /// A supervisor over `registry` and `sessions`.
+    pub fn new(registry: Arc<RegistryHandle>, sessions: Arc<SessionStore>) -> Self {
+        Self {
+            registry,
+            sessions,
+            executor: Executor::default(),
+            llm: None,
+            turns: tokio_util::task::TaskTracker::new(),
+        }
+    }
+
+    /// Plans and summarizes with the model at `settings` (the rule planner and the template
+    /// summary remain the fallback).
+    pub fn with_llm(mut self, settings: Option<LlmSettings>) -> Self {
+        self.llm = settings.map(|s| Arc::new(LlmPlanner::new(s)));
+        self
+    }
+
+    /// Starts a turn in its own task and returns its event stream.
+    pub fn start_turn(&self, req: TurnRequest) -> TurnStream {
+        let thread_id = req.thread_id.clone().unwrap_or_else(|| format!("th_{}", uuid::Uuid::new_v4().simple()));
+        let session_id = session_id(&req.user_id, &thread_id);
+        let (sink, events) = EventSink::new(&session_id, &thread_id);
+        let this = self.clone();
+        let tid = thread_id.clone();
+        self.turns.spawn(async move {
+            let lang = Lang::detect(&req.query);
+            let trace_id = req.trace_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
+            let span = tracing::info_span!("turn", trace_id = %trace_id, thread = %tid);
+            let mut req = req;
+            req.trace_id = Some(trace_id);
+            let inner = tokio::spawn(
+                {
+                    let sink = sink.clone();
+                    async move { this.run_turn(req, tid, sink).await }
+                }
+                .instrument(span),
+            );
+            if let Err(e) = inner.await {
+                tracing::error!(error = %e, "turn task failed");
+            }
+            if !sink.is_done() {
+                let text = pick(
+                    lang,
+                    "抱歉，处理您的请求时出现了问题，请稍后再试。",
+                    "Sorry, something went wrong while handling your request. Please try again.",
+                );
+                sink.emit(StageEvent::new(Stage::Error, text));
+            }
+            crate::metrics::request(sink.done_stage().map_or("error", Stage::as_str));
+        });
+        TurnStream { thread_id, session_id, events }
+    }
+
+    async fn run_turn(&self, req: TurnRequest, thread_id: String, sink: EventSink) {
+        let registry = self.registry.load();
+        let lang = Lang::detect(&req.query);
+        let started = std::time::Instant::now();
+        let opened = self.sessions.open(&req.user_id, &thread_id).await;
+        crate::metrics::stage("session_load", started.elapsed());
+        let mut guard = match opened {
+            Ok(g) => g,
+            Err(e) => {
+                tracing::error!(error = %e, thread = %thread_id, "session store failed");
+                let text = pick(
+                    lang,
+                    "抱歉，会话服务暂时不可用，请稍后再试。",
+                    "Sorry, conversations are unavailable right now. Please try again later.",
+                );
+                sink.emit(
+                    StageEvent::new(Stage::Error, text)
+                        .state("error", json!({ "code": "session_store", "message": e.to_string() })),
+                );
+                return;
+            }
+        };
+        let turn_started = std::time::Instant::now();
+        let ctx = turn::TurnCtx::new(&registry, &req, &thread_id, lang, &sink, Utc::now());
+        let answer = self.respond(&ctx, &mut guard.session).await;
+        tracing::info!(
+            outcome = sink.done_stage().map_or("none", Stage::as_str),
+            elapsed_ms = turn_started.elapsed().as_millis() as u64,
+            "turn finished"
+        );
+        let turn = HistoryEntry {
+            turn_id: uuid::Uuid::new_v4().simple().to_string(),
+            query: req.query,
+            answer,
+            at: Utc::now(),
+        };
+        guard.session.push_turn(turn, registry.settings.memory_max_history as usize);
+        let started = std::time::Instant::now();
+        let saved = guard.save().await;
+        crate::metrics::stage("session_save", started.elapsed());
+        if let Err(e) = saved {
+            tracing::error!(error = %e, thread = %thread_id, "session save failed");
+        }
+    }
+
+    /// Drops the pending clarification of `(user_id, thread_id)`; returns the dropped sub-tasks
+    /// (`None` when the session does not exist).
+    ///
+    /// # Errors
+    /// The store's error.
+    pub async fn cancel_pending(
+        &self,
+        user_id: &str,
+        thread_id: &str,
+    ) -> Result<Option<Vec<SubTask>>, crate::session::StoreError> {
+        if self.sessions.peek(user_id, thread_id).await?.is_none() {
+            return Ok(None);
+        }
+        let mut guard = self.sessions.open(user_id, thread_id).await?;
+        let (conversation, dropped) = std::mem::take(&mut guard.session.conversation).cancel();
+        guard.session.conversation = conversation;
+        let dropped = dropped.map(|p| p.tasks).unwrap_or_default();
+        self.cancel_remote(&self.registry.load(), &dropped);
+        guard.save().await?;
+        Ok(Some(dropped))
+    }
+
+    /// Asks A2A agents to cancel the remote tasks of dropped sub-tasks (in the background).
+    fn cancel_remote(&self, registry: &Registry, tasks: &[SubTask]) {
+        for task in tasks {
+            let (Some(remote), Some(agent)) = (task.remote.clone(), registry.get(&task.assigned_agent).cloned()) else {
+                continue;
+            };
+            let dispatcher = self.executor.dispatcher().clone();
+            tokio::spawn(async move { dispatcher.cancel_remote(&agent, &remote).await });
+        }
+    }
+}

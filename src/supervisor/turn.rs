@@ -1,0 +1,252 @@
+//! One turn on a locked session: expire -> decide -> act on the decision, applying the
+//! conversation state machine's transitions and performing their effects (cancelling remote
+//! tasks, escalating, emitting the `done` event).
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use tracing::Instrument;
+
+use super::{Supervisor, TurnRequest};
+use crate::conversation::{PlanOutcome, Policy, Round};
+use crate::events::{EventSink, Stage, StageEvent};
+use crate::llm::decide::{decide, PlannerMeta};
+use crate::planner::{
+    Decision, EscalationReason, Lang, PlanMode, Previous, SubTask, TaskPlan, TaskStatus, TurnInput, TurnPlan,
+};
+use crate::registry::Registry;
+use crate::session::Session;
+use crate::summarize;
+
+/// What every step of a turn reads: the snapshot, the request, the clock reading, the sink.
+pub(super) struct TurnCtx<'a> {
+    pub(super) registry: &'a Registry,
+    pub(super) req: &'a TurnRequest,
+    pub(super) thread_id: &'a str,
+    pub(super) lang: Lang,
+    pub(super) sink: &'a EventSink,
+    pub(super) now: DateTime<Utc>,
+    pub(super) policy: Policy,
+}
+
+impl<'a> TurnCtx<'a> {
+    pub(super) fn new(
+        registry: &'a Registry,
+        req: &'a TurnRequest,
+        thread_id: &'a str,
+        lang: Lang,
+        sink: &'a EventSink,
+        now: DateTime<Utc>,
+    ) -> Self {
+        let policy = Policy::from_settings(&registry.settings);
+        Self { registry, req, thread_id, lang, sink, now, policy }
+    }
+
+    pub(super) fn pick(&self, zh: &str, en: &str) -> String {
+        super::pick(self.lang, zh, en)
+    }
+}
+
+impl Supervisor {
+    /// Runs the turn on a locked session and returns the text of its `done` event.
+    pub(super) async fn respond(&self, t: &TurnCtx<'_>, session: &mut Session) -> String {
+        t.sink.emit(StageEvent::new(Stage::IntentStarted, t.pick("正在理解您的需求…", "Understanding your request…")));
+        let (conversation, expired) = std::mem::take(&mut session.conversation).expire(t.now);
+        session.conversation = conversation;
+        if let Some(p) = &expired {
+            self.cancel_remote(t.registry, &p.tasks);
+        }
+        let (turn, meta) = self.decide_turn(t, session).await;
+        self.emit_intent_done(t, &turn, &meta, expired.is_some());
+        let note = expired.is_some().then(|| {
+            t.pick(
+                "（您之前的请求等待补充信息超时，已自动取消。）\n",
+                "(Your earlier request timed out waiting for details and was dropped.)\n",
+            )
+        });
+        let with_note = |text: String| note.as_ref().map_or_else(|| text.clone(), |n| format!("{n}{text}"));
+        match turn.decision {
+            Decision::Escalate(reason) => {
+                let summary = t.pick(&format!("用户请求：{}", t.req.query), &format!("User request: {}", t.req.query));
+                let pending = session.conversation.pending().map(|p| p.tasks.clone());
+                self.escalate(t, session, reason, summary, pending.as_deref())
+            }
+            Decision::Direct(intent) => {
+                let text = with_note(summarize::direct_answer(t.registry, intent, t.lang));
+                t.sink.emit(StageEvent::new(Stage::Answer, text.clone()).state("simple_intent", intent));
+                text
+            }
+            Decision::Cancel => {
+                let (conversation, dropped) = std::mem::take(&mut session.conversation).cancel();
+                session.conversation = conversation;
+                let tasks = dropped.map(|p| p.tasks);
+                if let Some(tasks) = &tasks {
+                    self.cancel_remote(t.registry, tasks);
+                }
+                let text = with_note(summarize::cancel_text(tasks.as_deref(), t.lang));
+                t.sink.emit(StageEvent::new(Stage::Answer, text.clone()).state("cancelled", tasks));
+                text
+            }
+            Decision::Plan { plan, found, mode } => {
+                self.planned(t, session, Planned { plan, found, mode }, note.as_deref()).await
+            }
+        }
+    }
+
+    /// The planner's decision (the model's in LLM mode) for this turn of `session`.
+    async fn decide_turn(&self, t: &TurnCtx<'_>, session: &Session) -> (TurnPlan, PlannerMeta) {
+        let conv = &session.conversation;
+        let plan_id = format!("plan_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let pending = conv.pending();
+        let input = TurnInput {
+            query: &t.req.query,
+            slots: &t.req.slots,
+            session_slots: &session.slots,
+            pending: pending.map(|p| p.tasks.as_slice()),
+            pending_plan_id: pending.map(|p| p.plan_id.as_str()),
+            previous: (!conv.last_intent.is_empty())
+                .then_some(Previous { intent: &conv.last_intent, query: &conv.last_query }),
+            today: chrono::Local::now().date_naive(),
+            plan_id: &plan_id,
+        };
+        let started = std::time::Instant::now();
+        let decided = decide(self.llm.as_deref(), t.registry, input, &session.history)
+            .instrument(tracing::info_span!("stage", name = "plan"))
+            .await;
+        crate::metrics::stage("plan", started.elapsed());
+        tracing::debug!(planner = decided.1.planner, "turn planned");
+        decided
+    }
+
+    /// The `intent_done` event: what was understood, by which planner.
+    fn emit_intent_done(&self, t: &TurnCtx<'_>, turn: &TurnPlan, meta: &PlannerMeta, expired: bool) {
+        let mode = match &turn.decision {
+            Decision::Plan { mode, .. } => Some(*mode),
+            _ => None,
+        };
+        let text = match (&turn.decision, mode) {
+            (_, Some(PlanMode::Rerouted)) => t.pick(
+                "好的，先放下之前未完成的请求，为您处理新的需求。",
+                "OK, leaving the earlier request aside for your new one.",
+            ),
+            (_, Some(PlanMode::Resumed)) => {
+                t.pick("收到，继续处理您之前的请求。", "Got it, continuing your earlier request.")
+            }
+            (Decision::Plan { plan, .. }, _) => match t.lang {
+                Lang::Zh => format!("识别到 {} 项需求。", plan.total_tasks),
+                Lang::En => format!("Found {} request(s).", plan.total_tasks),
+            },
+            _ => t.pick("已理解您的需求。", "Understood."),
+        };
+        t.sink.emit(
+            StageEvent::new(Stage::IntentDone, text)
+                .state("intent", &turn.intent)
+                .state("planner", meta.planner)
+                .state("degraded", meta.degraded)
+                .state("planner_reason", &meta.reason)
+                .state("intent_cache_hit", meta.cache_hit)
+                .state("mode", mode)
+                .state("pending_expired", expired),
+        );
+    }
+
+    /// A plan: re-route, count the ask round, run it, then record the new state and the failure
+    /// count; escalates when rounds or failures are exhausted.
+    async fn planned(&self, t: &TurnCtx<'_>, session: &mut Session, p: Planned, note: Option<&str>) -> String {
+        let Planned { mut plan, found, mode } = p;
+        let mut conv = std::mem::take(&mut session.conversation);
+        if mode == PlanMode::Rerouted {
+            let (next, dropped) = conv.reroute();
+            conv = next;
+            if let Some(dropped) = dropped {
+                self.cancel_remote(t.registry, &dropped.tasks);
+            }
+        }
+        let runs_something = plan.runnable().next().is_some();
+        let round = match conv.ask_round(mode, runs_something, &plan.missing_semantic_keys, &t.policy) {
+            Round::Ask(n) => n,
+            Round::Exhausted => {
+                session.conversation = conv;
+                let summary = summarize::blocked_text(t.registry, &plan, t.lang);
+                let blocked: Vec<SubTask> = plan.blocked().cloned().collect();
+                return self.escalate(
+                    t,
+                    session,
+                    EscalationReason::ClarificationRoundsExhausted,
+                    summary,
+                    Some(&blocked),
+                );
+            }
+        };
+        let (text, summarizer) = self.run_plan(t, &mut plan, found, session).await;
+        let outcome = plan_outcome(&plan, mode, &t.req.query);
+        let dispatched =
+            plan.sub_tasks.iter().filter(|s| matches!(s.status, TaskStatus::Done | TaskStatus::Failed)).count();
+        let succeeded = plan.sub_tasks.iter().filter(|s| s.status == TaskStatus::Done).count();
+        let (conv, escalate) =
+            conv.planned(outcome, round, t.now, &t.policy).record_dispatch(dispatched, succeeded, &t.policy);
+        session.conversation = conv;
+        let text = note.map_or_else(|| text.clone(), |n| format!("{n}{text}"));
+        if escalate {
+            let pending = session.conversation.pending().map(|p| p.tasks.clone());
+            return self.escalate(t, session, EscalationReason::RepeatedFailures, text, pending.as_deref());
+        }
+        let mut done = StageEvent::new(Stage::Answer, text.clone())
+            .agent("summarize")
+            .state("plan", &plan)
+            .state("summarizer", summarizer);
+        if !plan.semantic_info.is_empty() {
+            done = done.meta("semantic_info", &plan.semantic_info);
+        }
+        t.sink.emit(done);
+        text
+    }
+
+    /// Ends the turn with an `escalated` event carrying the escalation card, and records the
+    /// hand-over in the conversation.
+    fn escalate(
+        &self,
+        t: &TurnCtx<'_>,
+        session: &mut Session,
+        reason: EscalationReason,
+        summary: String,
+        pending: Option<&[SubTask]>,
+    ) -> String {
+        session.conversation = std::mem::take(&mut session.conversation).escalated(reason, t.now);
+        let text = summarize::escalation_text(reason, t.lang);
+        let card = json!({
+            "reason": reason,
+            "summary": summary,
+            "last_turns": session.history,
+            "pending": pending,
+            "user_id": session.user_id,
+            "thread_id": session.thread_id,
+        });
+        t.sink.emit(StageEvent::new(Stage::Escalated, text.clone()).state("escalation", card));
+        text
+    }
+}
+
+/// A plan the planner decided on.
+struct Planned {
+    plan: TaskPlan,
+    found: serde_json::Map<String, Value>,
+    mode: PlanMode,
+}
+
+/// What the conversation keeps of a plan that ran.
+fn plan_outcome(plan: &TaskPlan, mode: PlanMode, query: &str) -> PlanOutcome {
+    PlanOutcome {
+        mode,
+        plan_id: plan.plan_id.clone(),
+        blocked: plan.blocked().cloned().collect(),
+        missing_keys: plan.missing_semantic_keys.clone(),
+        agents: plan.sub_tasks.iter().map(|s| s.assigned_agent.clone()).collect(),
+        query: plan
+            .sub_tasks
+            .first()
+            .and_then(|s| s.inputs.get("message"))
+            .and_then(Value::as_str)
+            .unwrap_or(query)
+            .to_string(),
+    }
+}
