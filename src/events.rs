@@ -7,9 +7,12 @@
 
 use std::sync::{Arc, Mutex};
 
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
+
+use crate::planner::{EscalationReason, SemanticInfo, SubTask, TaskPlan};
 
 /// `content` for progress, `done` for the single final event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -101,6 +104,41 @@ pub struct StageEvent {
     pub seq: u64,
     /// `semantic_info` when blocked, `state` otherwise.
     pub metadata: Map<String, Value>,
+    /// The same data, typed, for in-process adapters (AG-UI, A2A): never serialized.
+    #[serde(skip)]
+    pub payload: Payload,
+}
+
+/// The typed data an event carries, so the protocol adapters match on types instead of reading
+/// keys back out of `metadata` (the wire form of the same data).
+#[derive(Debug, Clone, Default)]
+pub struct Payload {
+    /// The task plan (`plan_done`, `answer`): `metadata.state.plan` on the wire.
+    pub plan: Option<Arc<TaskPlan>>,
+    /// Keys blocking sub-tasks (`blocked`, `answer`): `metadata.semantic_info` on the wire.
+    pub semantic_info: Option<Arc<[SemanticInfo]>>,
+    /// The hand-over to a human (`escalated`): `metadata.state.escalation` on the wire.
+    pub escalation: Option<Arc<EscalationCard>>,
+    /// When the pending clarification this answer asks for expires (`answer` with
+    /// `semantic_info`); the stored expiry, so every surface shows the same time.
+    pub clarification_expires_at: Option<DateTime<Utc>>,
+}
+
+/// What a human taking over needs (`metadata.state.escalation` of an `escalated` event).
+#[derive(Debug, Clone, Serialize)]
+pub struct EscalationCard {
+    /// Why the user is handed over.
+    pub reason: EscalationReason,
+    /// What the user wanted, or what was left undone.
+    pub summary: String,
+    /// The last turns of the conversation (history entries, oldest first).
+    pub last_turns: Value,
+    /// Sub-tasks still waiting, if any.
+    pub pending: Option<Vec<SubTask>>,
+    /// The user.
+    pub user_id: String,
+    /// The thread.
+    pub thread_id: String,
 }
 
 impl StageEvent {
@@ -124,7 +162,30 @@ impl StageEvent {
             task_id: None,
             seq: 0,
             metadata: Map::new(),
+            payload: Payload::default(),
         }
+    }
+
+    /// Attaches the task plan: `metadata.state.plan` and [`Payload::plan`].
+    pub fn plan(mut self, plan: &TaskPlan) -> Self {
+        self = self.state("plan", plan);
+        self.payload.plan = Some(Arc::new(plan.clone()));
+        self
+    }
+
+    /// Attaches the keys blocking sub-tasks: `metadata.semantic_info` and
+    /// [`Payload::semantic_info`].
+    pub fn semantic_info(mut self, infos: &[SemanticInfo]) -> Self {
+        self = self.meta("semantic_info", infos);
+        self.payload.semantic_info = Some(infos.into());
+        self
+    }
+
+    /// Attaches the escalation card: `metadata.state.escalation` and [`Payload::escalation`].
+    pub fn escalation(mut self, card: EscalationCard) -> Self {
+        self = self.state("escalation", &card);
+        self.payload.escalation = Some(Arc::new(card));
+        self
     }
 
     /// Sets `agent_id`.

@@ -141,6 +141,15 @@ async fn a_cancelled_interrupt_drops_the_pending_work() {
 }
 
 #[tokio::test]
+async fn an_interrupt_expires_when_the_stored_clarification_does() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let first = run(&app, json!({ "threadId": "agui-thread-4", "runId": "r1", "messages": [{ "id": "m1", "role": "user", "content": "帮我订个酒店" }] })).await;
+    let expires = first.last().unwrap()["outcome"]["interrupts"][0]["expiresAt"].as_str().unwrap().to_string();
+    let s: Value = app.get("/v1/sessions/agui-thread-4?user_id=ag-ui").await;
+    assert_eq!(s["pending"]["expires_at"].as_str().unwrap(), expires, "one expiry, stored and shown");
+}
+
+#[tokio::test]
 async fn a_full_run_streams_steps_sub_agent_messages_and_the_answer() {
     let app = spawn_app_with(Setup::default(), |_| {}).await;
     let events = run(

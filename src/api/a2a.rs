@@ -216,7 +216,7 @@ fn agent_message(task: &Task, parts: Vec<Part>) -> Message {
 
 /// Applies the turn's `done` event to the task: state, status message, answer artifact.
 fn finish(task: &mut Task, done: &StageEvent) {
-    let semantic_info = done.metadata.get("semantic_info").filter(|v| v.as_array().is_some_and(|a| !a.is_empty()));
+    let semantic_info = done.payload.semantic_info.as_deref().filter(|i| !i.is_empty());
     let (state, mut parts) = match (done.stage, semantic_info) {
         (Stage::Error, _) => (TaskState::Failed, vec![Part::text(done.content.clone())]),
         (_, Some(info)) => (
@@ -225,13 +225,13 @@ fn finish(task: &mut Task, done: &StageEvent) {
         ),
         _ => (TaskState::Completed, vec![Part::text(done.content.clone())]),
     };
-    if let Some(card) = done.metadata.get("state").and_then(|s| s.get("escalation")) {
-        parts.push(Part::data(json!({ "escalation": card })));
+    if let Some(card) = &done.payload.escalation {
+        parts.push(Part::data(json!({ "escalation": &**card })));
     }
     if state == TaskState::Completed {
         let mut artifact_parts = vec![Part::text(done.content.clone())];
-        if let Some(plan) = done.metadata.get("state").and_then(|s| s.get("plan")) {
-            artifact_parts.push(Part::data(json!({ "plan": plan })));
+        if let Some(plan) = &done.payload.plan {
+            artifact_parts.push(Part::data(json!({ "plan": &**plan })));
         }
         task.artifacts = Some(vec![answer_artifact(artifact_parts)]);
     }

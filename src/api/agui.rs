@@ -27,6 +27,7 @@ use super::error::{ApiError, ApiJson};
 use super::AppState;
 use crate::config::key_subschema;
 use crate::events::{Stage, StageEvent};
+use crate::planner::SemanticInfo;
 use crate::registry::Registry;
 use crate::supervisor::TurnRequest;
 
@@ -115,16 +116,11 @@ pub async fn run(
             }
         }
     }
-    let query = if cancelled && slots.is_empty() {
-        "取消".to_string()
-    } else if input.resume.is_empty() {
-        last_user_text(&input.messages)
-    } else {
-        String::new()
-    };
+    let cancel = cancelled && slots.is_empty();
+    let query = if input.resume.is_empty() { last_user_text(&input.messages) } else { String::new() };
     let body =
         super::chat::ChatBody { query, user_id: user, thread_id: Some(input.thread_id.clone()), slots: Some(slots) };
-    let mut req: TurnRequest = body.validate()?;
+    let mut req: TurnRequest = if cancel { body.validate_cancel()? } else { body.validate()? };
     req.trace_id = super::chat::trace_id(&headers);
     let admission = state.limits.admit(&req.user_id)?;
     let turn = state.supervisor.start_turn(req);
@@ -208,8 +204,9 @@ impl AgUiMapper {
             Stage::PlanStarted => self.enter("plan", &mut out),
             Stage::PlanDone => {
                 self.enter("plan", &mut out);
-                let plan = ev.metadata.get("state").and_then(|s| s.get("plan")).cloned().unwrap_or(Value::Null);
-                let id = plan["plan_id"].as_str().unwrap_or("plan").to_string();
+                let id = ev.payload.plan.as_ref().map_or_else(|| "plan".to_string(), |p| p.plan_id.clone());
+                let plan =
+                    ev.payload.plan.as_ref().map_or(Value::Null, |p| serde_json::to_value(&**p).unwrap_or_default());
                 out.push(json!({ "type": "ACTIVITY_SNAPSHOT", "messageId": id, "activityType": "PLAN", "content": plan, "replace": true }));
             }
             Stage::Blocked => {}
@@ -252,15 +249,16 @@ impl AgUiMapper {
                 }
                 self.leave(&mut out);
                 let mut finished = json!({ "type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id });
-                match ev.metadata.get("semantic_info").and_then(Value::as_array).filter(|i| !i.is_empty()) {
+                match ev.payload.semantic_info.as_deref().filter(|i| !i.is_empty()) {
                     Some(infos) => {
+                        let expires = ev.payload.clarification_expires_at.unwrap_or_else(|| self.default_expiry());
                         finished["outcome"] =
-                            json!({ "type": "interrupt", "interrupts": self.interrupts(infos, &ev.content) });
+                            json!({ "type": "interrupt", "interrupts": self.interrupts(infos, &ev.content, expires) });
                     }
                     None => {
                         finished["outcome"] = json!({ "type": "success" });
-                        if let Some(card) = ev.metadata.get("state").and_then(|s| s.get("escalation")) {
-                            finished["result"] = json!({ "escalation": card });
+                        if let Some(card) = &ev.payload.escalation {
+                            finished["result"] = json!({ "escalation": &**card });
                         }
                     }
                 }
@@ -274,30 +272,28 @@ impl AgUiMapper {
         out
     }
 
-    /// One interrupt per blocked sub-task, merging its `miss` and `invalid` keys.
-    fn interrupts(&self, infos: &[Value], message: &str) -> Vec<Value> {
-        let expires = chrono::Utc::now()
+    /// When a clarification asked now would expire, for answers that carry no stored expiry.
+    fn default_expiry(&self) -> chrono::DateTime<chrono::Utc> {
+        chrono::Utc::now()
             + chrono::Duration::from_std(self.registry.settings.clarification_timeout.0)
-                .unwrap_or(chrono::Duration::MAX);
+                .unwrap_or(chrono::Duration::MAX)
+    }
+
+    /// One interrupt per blocked sub-task, merging its `miss` and `invalid` keys.
+    fn interrupts(&self, infos: &[SemanticInfo], message: &str, expires: chrono::DateTime<chrono::Utc>) -> Vec<Value> {
         // (task id, agent id, [(key, description, widget)])
         type Keys = Vec<(String, String, String)>;
         let mut by_task: Vec<(String, String, Keys)> = Vec::new();
         for info in infos {
-            let task = info["task_id"].as_str().unwrap_or_default().to_string();
-            let agent = info["sub_agent_id"].as_str().unwrap_or_default().to_string();
-            let keys = info["keys"].as_array().cloned().unwrap_or_default();
-            let descs = info["key_descriptions"].as_array().cloned().unwrap_or_default();
-            let widgets = info["fe_widgets_suggestion"].as_array().cloned().unwrap_or_default();
-            let entry = match by_task.iter_mut().position(|(t, _, _)| *t == task) {
+            let entry = match by_task.iter_mut().position(|(t, _, _)| *t == info.task_id) {
                 Some(i) => &mut by_task[i],
                 None => {
-                    by_task.push((task, agent, Vec::new()));
+                    by_task.push((info.task_id.clone(), info.sub_agent_id.clone(), Vec::new()));
                     by_task.last_mut().expect("just pushed")
                 }
             };
-            for ((k, d), w) in keys.iter().zip(&descs).zip(&widgets) {
-                let str_of = |v: &Value| v.as_str().unwrap_or_default().to_string();
-                entry.2.push((str_of(k), str_of(d), str_of(w)));
+            for ((k, d), w) in info.keys.iter().zip(&info.key_descriptions).zip(&info.fe_widgets_suggestion) {
+                entry.2.push((k.clone(), d.clone(), w.clone()));
             }
         }
         by_task

@@ -49,8 +49,21 @@ impl ChatBody {
     /// # Errors
     /// [`ApiError::BadRequest`] naming the rule broken.
     pub fn validate(self) -> Result<TurnRequest, ApiError> {
+        self.check(false)
+    }
+
+    /// Like [`ChatBody::validate`], for a turn that cancels the pending clarification (an empty
+    /// query is then allowed).
+    ///
+    /// # Errors
+    /// [`ApiError::BadRequest`] naming the rule broken.
+    pub fn validate_cancel(self) -> Result<TurnRequest, ApiError> {
+        self.check(true)
+    }
+
+    fn check(self, cancel: bool) -> Result<TurnRequest, ApiError> {
         let slots = self.slots.unwrap_or_default();
-        if self.query.trim().is_empty() && slots.is_empty() {
+        if !cancel && self.query.trim().is_empty() && slots.is_empty() {
             return Err(ApiError::bad_request("empty_query", "`query` is empty and no `slots` were given"));
         }
         if self.query.chars().count() > MAX_QUERY_CHARS {
@@ -84,7 +97,14 @@ impl ChatBody {
                 format!("a slot value is larger than {MAX_SLOT_BYTES} bytes"),
             ));
         }
-        Ok(TurnRequest { query: self.query, user_id: self.user_id, thread_id: self.thread_id, slots, trace_id: None })
+        Ok(TurnRequest {
+            query: self.query,
+            user_id: self.user_id,
+            thread_id: self.thread_id,
+            slots,
+            trace_id: None,
+            cancel,
+        })
     }
 }
 

@@ -29,7 +29,8 @@ pub struct PlannerMeta {
 }
 
 impl PlannerMeta {
-    fn rule(reason: Option<String>, degraded: bool, cache_hit: Option<bool>) -> Self {
+    /// The rule planner decided.
+    pub fn rule(reason: Option<String>, degraded: bool, cache_hit: Option<bool>) -> Self {
         Self { planner: "rule", degraded, reason, cache_hit }
     }
 }

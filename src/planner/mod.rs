@@ -129,6 +129,22 @@ pub struct TurnPlan {
     pub decision: Decision,
 }
 
+impl TurnPlan {
+    /// The decision for an explicit cancel from the client (no recognition needed).
+    pub fn cancel(query: &str, lang: Lang) -> Self {
+        let intent = IntentResult {
+            intent: Vec::new(),
+            simple: None,
+            confidence: 1.0,
+            reason: "cancelled by the client".into(),
+            rewritten_query: query.to_string(),
+            lang,
+            resumes_pending: false,
+        };
+        Self { intent, decision: Decision::Cancel }
+    }
+}
+
 /// Plans one turn against `registry` (rule mode). The order of the rules:
 /// 1. sensitive content or a request for a human -> escalate;
 /// 2. with a pending clarification: a turn naming another agent re-routes; cancel words cancel;

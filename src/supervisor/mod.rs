@@ -41,6 +41,9 @@ pub struct TurnRequest {
     pub slots: Map<String, Value>,
     /// The W3C trace id to continue (from the client's `traceparent`), if any.
     pub trace_id: Option<String>,
+    /// The client cancels the pending clarification (an AG-UI `cancelled` resume): the turn
+    /// is the conversation's cancel input, whatever `query` says.
+    pub cancel: bool,
 }
 
 /// The supervisor: registry, sessions, executor and (in LLM mode) the model planner, shared by

@@ -25,7 +25,7 @@ impl Supervisor {
     ) -> (String, &'static str) {
         let (registry, req, lang, sink) = (t.registry, t.req, t.lang, t.sink);
         sink.emit(StageEvent::new(Stage::PlanStarted, t.pick("正在规划任务…", "Planning…")));
-        sink.emit(StageEvent::new(Stage::PlanDone, plan.user_friendly_message.clone()).state("plan", &*plan));
+        sink.emit(StageEvent::new(Stage::PlanDone, plan.user_friendly_message.clone()).plan(plan));
         for info in &plan.semantic_info {
             for key in &info.keys {
                 crate::metrics::blocked(key);
@@ -34,7 +34,7 @@ impl Supervisor {
         if !plan.semantic_info.is_empty() {
             sink.emit(
                 StageEvent::new(Stage::Blocked, summarize::blocked_text(registry, plan, lang))
-                    .meta("semantic_info", &plan.semantic_info),
+                    .semantic_info(&plan.semantic_info),
             );
         }
         for (k, v) in found {

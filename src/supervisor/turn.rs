@@ -3,12 +3,12 @@
 //! tasks, escalating, emitting the `done` event).
 
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
+use serde_json::Value;
 use tracing::Instrument;
 
 use super::{Supervisor, TurnRequest};
 use crate::conversation::{PlanOutcome, Policy, Round};
-use crate::events::{EventSink, Stage, StageEvent};
+use crate::events::{EscalationCard, EventSink, Stage, StageEvent};
 use crate::llm::decide::{decide, PlannerMeta};
 use crate::planner::{
     Decision, EscalationReason, Lang, PlanMode, Previous, SubTask, TaskPlan, TaskStatus, TurnInput, TurnPlan,
@@ -55,7 +55,14 @@ impl Supervisor {
         if let Some(p) = &expired {
             self.cancel_remote(t.registry, &p.tasks);
         }
-        let (turn, meta) = self.decide_turn(t, session).await;
+        let (turn, meta) = if t.req.cancel {
+            (
+                TurnPlan::cancel(&t.req.query, t.lang),
+                PlannerMeta::rule(Some("cancelled by the client".into()), false, None),
+            )
+        } else {
+            self.decide_turn(t, session).await
+        };
         self.emit_intent_done(t, &turn, &meta, expired.is_some());
         let note = expired.is_some().then(|| {
             t.pick(
@@ -192,10 +199,11 @@ impl Supervisor {
         }
         let mut done = StageEvent::new(Stage::Answer, text.clone())
             .agent("summarize")
-            .state("plan", &plan)
+            .plan(&plan)
             .state("summarizer", summarizer);
         if !plan.semantic_info.is_empty() {
-            done = done.meta("semantic_info", &plan.semantic_info);
+            done = done.semantic_info(&plan.semantic_info);
+            done.payload.clarification_expires_at = session.conversation.pending().map(|p| p.expires_at);
         }
         t.sink.emit(done);
         text
@@ -213,15 +221,15 @@ impl Supervisor {
     ) -> String {
         session.conversation = std::mem::take(&mut session.conversation).escalated(reason, t.now);
         let text = summarize::escalation_text(reason, t.lang);
-        let card = json!({
-            "reason": reason,
-            "summary": summary,
-            "last_turns": session.history,
-            "pending": pending,
-            "user_id": session.user_id,
-            "thread_id": session.thread_id,
-        });
-        t.sink.emit(StageEvent::new(Stage::Escalated, text.clone()).state("escalation", card));
+        let card = EscalationCard {
+            reason,
+            summary,
+            last_turns: serde_json::to_value(&session.history).unwrap_or_default(),
+            pending: pending.map(<[SubTask]>::to_vec),
+            user_id: session.user_id.clone(),
+            thread_id: session.thread_id.clone(),
+        };
+        t.sink.emit(StageEvent::new(Stage::Escalated, text.clone()).escalation(card));
         text
     }
 }
