@@ -1,5 +1,5 @@
 //! Load generator: supervisor overhead and throughput on the repo's config with the sample
-//! sub-agents at zero latency, over real loopback sockets (DESIGN.md section 10).
+//! sub-agents at zero latency, over real loopback sockets (targets: README.md, "Benchmarks").
 //!
 //! `cargo bench --bench overhead` (env `REQUESTS`, `CONCURRENCY`). Prints requests/s and latency
 //! percentiles of whole `POST /v1/chat` turns (JSON mode) for a two-sub-task DAG plan and for a

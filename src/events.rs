@@ -1,4 +1,4 @@
-//! The event stream of a turn: `ResponseState` (DESIGN.md 8.1, from seed 003).
+//! The event stream of a turn: `ResponseState` (docs/events.md).
 //!
 //! Every stage of the pipeline emits [`StageEvent`]s into an [`EventSink`]; the sink numbers them
 //! (`seq`, from 1 per turn) and forwards them in that order to whoever renders them (the SSE
@@ -24,7 +24,7 @@ pub enum EventType {
     Done,
 }
 
-/// The stages of DESIGN.md 8.1.
+/// The stages of the event stream (docs/events.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {

@@ -16,7 +16,7 @@
 //! - [`planner`]: intents, semantic keys, the task plan (pure: no IO).
 //! - [`llm`]: LLM mode: intent + rewrite, planning and summary from an OpenAI-compatible model.
 //! - [`executor`]: runs a plan as a DAG.
-//! - [`dispatch`]: the only code that calls sub-agents (`http`, `sse`).
+//! - [`dispatch`]: the only code that calls sub-agents (`http`, `sse`, `a2a`).
 //! - [`summarize`]: the user-facing texts.
 //! - [`supervisor`]: the turn pipeline tying the stages together.
 //! - [`events`]: the `ResponseState` event stream.

@@ -1,7 +1,8 @@
 //! Log output: `tracing` to stderr, human-readable or JSON (`SWITCHBOARD_LOG_FORMAT=json`, with
 //! the current span's fields such as `trace_id` on every line), with personal data masked
-//! (seed 001): mainland mobile numbers keep their first 3 and last 4 digits, ID-card numbers
-//! their first 6 and last 4, other `+`-prefixed phone numbers their country code and last 3.
+//! (README.md, "Security"): mainland mobile numbers keep their first 3 and last 4 digits, ID-card
+//! numbers their first 6 and last 4, other `+`-prefixed phone numbers their country code and
+//! last 3.
 //! Masking happens in the writer, so no log line — whoever wrote it — carries them.
 
 use std::io::{self, Write};

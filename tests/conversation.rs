@@ -1,4 +1,4 @@
-//! Conversations over several turns (DESIGN.md section 7, seeds 000 and 004): memory and
+//! Conversations over several turns (docs/conversation.md): memory and
 //! rewrite, the clarification lifecycle, intent switches, escalation, the session API.
 
 use std::time::Duration;
@@ -47,7 +47,7 @@ async fn a_hotel_after_a_flight_reuses_the_arrival_city() {
 }
 
 #[tokio::test]
-async fn seed_004_normal_flow_stays_with_the_pending_request() {
+async fn short_answers_continue_the_pending_request() {
     let app = spawn_app().await;
     let th = thread(&app.ask("帮我订个酒店", None).await);
     let second = app.ask("北京", Some(&th)).await;
@@ -61,7 +61,7 @@ async fn seed_004_normal_flow_stays_with_the_pending_request() {
 }
 
 #[tokio::test]
-async fn seed_004_change_of_intent_reroutes_and_keeps_history() {
+async fn a_change_of_intent_reroutes_and_keeps_history() {
     let app = spawn_app().await;
     let th = thread(&app.ask("帮我订个酒店", None).await);
     app.ask("北京", Some(&th)).await;
@@ -77,7 +77,7 @@ async fn seed_004_change_of_intent_reroutes_and_keeps_history() {
 }
 
 #[tokio::test]
-async fn seed_004_ambiguous_cancel_alone_drops_the_pending_request() {
+async fn a_bare_cancel_word_drops_the_pending_request() {
     let app = spawn_app().await;
     let th = thread(&app.ask("帮我订个酒店", None).await);
     let second = app.ask("算了", Some(&th)).await;

@@ -1,5 +1,5 @@
-//! Fault injection: real misbehaving sub-agents on loopback, one per failure mode of DESIGN.md
-//! section 6 and the README's "Resilience" and "Limits".
+//! Fault injection: real misbehaving sub-agents on loopback, one per failure mode of
+//! docs/sub-agent-protocol.md and the README's "Resilience" and "Limits".
 //!
 //! Every test serves a fake `weather_agent` (a small axum server, or a raw `TcpListener` where
 //! the fault is below HTTP) on `127.0.0.1:0`, points the config at it, and asks

@@ -1,4 +1,4 @@
-//! The supervisor as an A2A 1.0 agent (DESIGN.md section 8), so supervisors nest under other
+//! The supervisor as an A2A 1.0 agent (docs/http-api.md), so supervisors nest under other
 //! supervisors: its Agent Card at `/.well-known/agent-card.json` (skills = the enabled capability
 //! cards) and JSON-RPC at `/a2a` with `SendMessage`, `SendStreamingMessage`, `GetTask` and
 //! `CancelTask` (the A2A 0.3 names `message/send`, `message/stream`, `tasks/get`, `tasks/cancel`

@@ -1,4 +1,4 @@
-//! `POST /v1/ag-ui`: the same pipeline speaking the AG-UI protocol (DESIGN.md section 8), so
+//! `POST /v1/ag-ui`: the same pipeline speaking the AG-UI protocol (docs/http-api.md), so
 //! CopilotKit-style frontends work unchanged.
 //!
 //! Input is AG-UI's `RunAgentInput` (`threadId`, `runId`, `messages`, `state`, `resume?`); the

@@ -1,4 +1,4 @@
-//! `POST /v1/chat` (DESIGN.md section 8): validate the body, start the turn, and render its events
+//! `POST /v1/chat` (docs/http-api.md): validate the body, start the turn, and render its events
 //! as SSE (default) or, with `Accept: application/json`, as one JSON body.
 
 use std::convert::Infallible;

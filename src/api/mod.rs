@@ -1,4 +1,4 @@
-//! The HTTP API (DESIGN.md section 8): [`router`] builds the axum app from an [`AppState`], so
+//! The HTTP API (docs/http-api.md): [`router`] builds the axum app from an [`AppState`], so
 //! tests serve it on a real listener exactly as `switchboard serve` does.
 //!
 //! Only this module knows HTTP: status codes, JSON error bodies ([`error::ApiError`]), SSE framing.

@@ -1,5 +1,5 @@
 //! `agents_config.yaml` + `widgets_map.json` + the referenced schemas -> a validated
-//! [`LoadedConfig`] (DESIGN.md section 2).
+//! [`LoadedConfig`] (docs/config.md).
 //!
 //! - [`model`]: the raw serde types (unknown fields rejected) and the generated JSON Schema.
 //! - [`load`](mod@load): read, parse, validate against the schema, then cross-check references,

@@ -1,4 +1,4 @@
-//! Raw serde types of `agents_config.yaml` (DESIGN.md section 2).
+//! Raw serde types of `agents_config.yaml` (docs/config.md).
 //!
 //! These types mirror the file one to one. Every struct denies unknown fields, so a typo'd key is
 //! an error rather than a silently ignored setting. The JSON Schema checked in at
@@ -42,7 +42,7 @@ fn default_widgets_map() -> String {
     "widgets_map.json".to_string()
 }
 
-/// The `supervisor:` block (DESIGN.md section 2).
+/// The `supervisor:` block (docs/config.md).
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct SupervisorSettings {
@@ -193,7 +193,7 @@ pub struct EndpointSpec {
     /// `http://` or `https://` URL; `${ENV}` is interpolated.
     #[schemars(length(min = 1))]
     pub url: String,
-    /// Sub-agent protocol (DESIGN.md section 6).
+    /// Sub-agent protocol (docs/sub-agent-protocol.md).
     pub protocol: Protocol,
     /// Call timeout (humantime); `supervisor.default_agent_timeout` when absent.
     #[serde(default)]
@@ -242,7 +242,7 @@ pub struct SemanticKeySpec {
     /// Widget id from `widgets_map.json`; absent or `""` = no widget.
     #[serde(default)]
     pub widget: Option<String>,
-    /// How the rule planner finds the value in free text (DESIGN.md 5.2).
+    /// How the rule planner finds the value in free text (docs/planning.md).
     #[serde(default)]
     pub extract: Option<ExtractSpec>,
     /// An example value, shown when asking the user.

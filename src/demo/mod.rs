@@ -1,8 +1,8 @@
 //! Sample sub-agents of a travel desk, served as real HTTP servers: used by `switchboard demo`
 //! and by the integration tests (which read their [`CallLog`]s).
 //!
-//! Each agent speaks the sub-agent protocol of DESIGN.md section 6 on `POST /invoke` (and answers
-//! `GET /healthz`):
+//! Each agent speaks the sub-agent protocol of docs/sub-agent-protocol.md on `POST /invoke`
+//! (and answers `GET /healthz`):
 //! - request body `{task_id, plan_id, session_id, user_id, thread_id, message, inputs, context}`;
 //! - reply `200 {"output": {..}, "message": "text for the user"}`;
 //! - with `Accept: text/event-stream`, an SSE stream of `delta` events (`{"text": ..}`) then one

@@ -55,7 +55,7 @@ pub enum DispatchError {
 
 impl DispatchError {
     /// Safe to retry: the agent did not (or could not) act on the request. Connect errors and
-    /// 502 / 503 / 504 only (DESIGN.md section 2, `retries`).
+    /// 502 / 503 / 504 only (docs/sub-agent-protocol.md, "Timeouts and retries").
     pub fn is_retryable(&self) -> bool {
         matches!(self, Self::Connect(_)) || matches!(self, Self::Status { status, .. } if matches!(status, 502..=504))
     }

@@ -1,4 +1,4 @@
-//! Protocol `http`: `POST` the request as JSON, read one JSON reply (DESIGN.md section 6).
+//! Protocol `http`: `POST` the request as JSON, read one JSON reply (docs/sub-agent-protocol.md).
 
 use serde_json::Value;
 

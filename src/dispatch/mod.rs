@@ -1,4 +1,4 @@
-//! Outbound calls to sub-agents: the only place that talks to them (DESIGN.md section 6).
+//! Outbound calls to sub-agents: the only place that talks to them (docs/sub-agent-protocol.md).
 //!
 //! One [`Dispatcher`] (one pooled `reqwest::Client`) serves every request. A call is
 //! [`Dispatcher::dispatch`]: the protocol's exchange ([`http`], [`sse`]), retried with jittered
@@ -83,8 +83,8 @@ impl Dispatcher {
         Self { client, limits, cards: std::sync::Arc::default(), breakers: std::sync::Arc::default() }
     }
 
-    /// Calls `agent` with the DESIGN.md section 6 request `body`, relaying streamed text to
-    /// `on_delta`, within the agent's timeout, retrying transient failures up to
+    /// Calls `agent` with the request `body` of docs/sub-agent-protocol.md, relaying streamed
+    /// text to `on_delta`, within the agent's timeout, retrying transient failures up to
     /// `endpoint.retries` times. `traceparent` is the W3C header value to send; `remote`
     /// continues an A2A task that asked for input. The agent's circuit breaker (`breaker`
     /// settings) is consulted first and told the outcome.

@@ -1,5 +1,5 @@
 //! Protocol `sse`: `POST` with `Accept: text/event-stream`; `delta` events are relayed as they
-//! arrive, `result` ends the task, `error` fails it (DESIGN.md section 6). Parsing uses the
+//! arrive, `result` ends the task, `error` fails it (docs/sub-agent-protocol.md). Parsing uses the
 //! `eventsource-stream` crate (CRLF line ends, comments, multi-line data).
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,4 +1,4 @@
-//! Runs a [`TaskPlan`]'s runnable sub-tasks as a DAG (DESIGN.md section 6).
+//! Runs a [`TaskPlan`]'s runnable sub-tasks as a DAG (docs/sub-agent-protocol.md).
 //!
 //! Each sub-task starts as soon as all its dependencies are done, at most
 //! `supervisor.max_parallel_tasks` at once. A dependent receives its dependencies' outputs in

@@ -1,5 +1,6 @@
-//! The intent cache (seed 000's second tier): an identical normalized query against the same
-//! registry version, with no pending clarification, reuses a confident recognition.
+//! The intent cache (docs/planning.md), the tier between the rules and a model call: an identical
+//! normalized query against the same registry version, with no pending clarification, reuses a
+//! confident recognition.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

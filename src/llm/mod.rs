@@ -1,5 +1,6 @@
-//! LLM mode (seed 003): intent recognition + rewrite, task planning and the streamed summary from
-//! any OpenAI-compatible model, enabled by `LLM_BASE_URL` + `LLM_MODEL` (+ `LLM_API_KEY`).
+//! LLM mode (docs/planning.md): intent recognition + rewrite, task planning and the streamed
+//! summary from any OpenAI-compatible model, enabled by `LLM_BASE_URL` + `LLM_MODEL`
+//! (+ `LLM_API_KEY`).
 //!
 //! - [`client`]: the chat-completions client (retries, `Retry-After`, streaming, usage).
 //! - [`parse`]: tolerant JSON extraction (fences, prose around the object).
@@ -31,7 +32,7 @@ use crate::planner::{SubTask, TaskPlan, TaskStatus};
 use crate::registry::{Agent, Registry};
 use crate::session::HistoryEntry;
 
-/// The intent answer of seed 003.
+/// The model's intent answer (docs/planning.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IntentAnswer {
     /// Agent ids and special labels (`greeting`, `thanks`, `capabilities`, `chitchat`, `human`,

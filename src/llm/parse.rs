@@ -1,6 +1,6 @@
-//! Tolerant parsing of model output (seed 002): the JSON object may come bare, inside a Markdown
-//! code fence, or with prose around it. `serde_json` does the parsing; this only finds where an
-//! object starts.
+//! Tolerant parsing of model output (docs/planning.md): the JSON object may come bare, inside a
+//! Markdown code fence, or with prose around it. `serde_json` does the parsing; this only finds
+//! where an object starts.
 
 use serde_json::Value;
 

@@ -1,5 +1,6 @@
-//! The task plan (DESIGN.md 5.3) and how it is built: semantic keys filled and checked, DAG edges
-//! from `produces`, cycles broken, blocked sub-tasks marked, the task type derived.
+//! The task plan (docs/events.md, docs/planning.md) and how it is built: semantic keys filled and
+//! checked, DAG edges from `produces`, cycles broken, blocked sub-tasks marked, the task type
+//! derived.
 //!
 //! [`build`] is shared by fresh planning and by resuming a pending clarification, so both follow
 //! the same rules: a key is taken from (in order) the sub-task's already known inputs, the
@@ -100,7 +101,7 @@ pub enum MissKind {
     Invalid,
 }
 
-/// One entry of `metadata.semantic_info` (DESIGN.md 8.1): parallel arrays in config order, `""`
+/// One entry of `metadata.semantic_info` (docs/events.md): parallel arrays in config order, `""`
 /// for a key without a widget.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SemanticInfo {
@@ -119,7 +120,7 @@ pub struct SemanticInfo {
     pub fe_widgets_suggestion: Vec<String>,
 }
 
-/// A task plan (DESIGN.md 5.3).
+/// A task plan (docs/events.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskPlan {
     /// `plan_<id>`.

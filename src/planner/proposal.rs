@@ -1,4 +1,5 @@
-//! Validation of a task plan proposed by a model (DESIGN.md 5.3: "whatever the planner").
+//! Validation of a task plan proposed by a model: the same rules whatever the planner
+//! (docs/planning.md).
 //!
 //! A [`ProposedPlan`] becomes a [`TaskPlan`] only through the same [`plan::build`] the rule planner
 //! uses, after these checks: every agent exists and is enabled, task ids are unique, dependencies

@@ -1,4 +1,4 @@
-//! Hot reload (DESIGN.md section 3): one task owns reloading; file events, `SIGHUP` and
+//! Hot reload (docs/config.md): one task owns reloading; file events, `SIGHUP` and
 //! `POST /v1/admin/reload` all send it the same [`ReloadRequest`].
 //!
 //! The watcher watches the *directories* of every file the serving snapshot was built from

@@ -1,5 +1,5 @@
 //! The user-facing texts of a turn: the template summary of a plan's results and the direct
-//! answers of simple intents (DESIGN.md section 4, seed 003's summarize step).
+//! answers of simple intents (docs/events.md, docs/conversation.md).
 //!
 //! The summary says what was done (the agents' own `message`s), what failed and why, and what is
 //! still needed with an example of how to give it. It never shows agent ids or intent labels:

@@ -34,7 +34,7 @@ fn rpc_url(card: &AgentCard) -> Result<String, DispatchError> {
         .ok_or_else(|| DispatchError::Protocol("the agent card offers no JSONRPC interface".into()))
 }
 
-/// The A2A message for a sub-task request body (DESIGN.md section 6 shape).
+/// The A2A message for a sub-task request body (the shape of docs/sub-agent-protocol.md).
 fn outgoing_message(body: &Value, remote: Option<&RemoteTask>) -> Message {
     let text = body["message"].as_str().unwrap_or_default().to_string();
     let mut data: Map<String, Value> = body["inputs"].as_object().cloned().unwrap_or_default();
