@@ -1,4 +1,4 @@
-//! Semantic-key extraction from free text for the rule planner (DESIGN.md 5.2).
+//! Semantic-key extraction from free text for the rule planner (docs/planning.md).
 //!
 //! An [`Extractor`] is compiled once per registry load from a key's `extract:` block and applied
 //! to the user's text per turn. Built-in types: `date` (ISO `YYYY-MM-DD`; 今天/明天/后天/大后天,

@@ -1,4 +1,4 @@
-//! Rule-based intent recognition (DESIGN.md 5.1): capability-card matching and the built-in
+//! Rule-based intent recognition (docs/planning.md): capability-card matching and the built-in
 //! lexicons of simple intents.
 //!
 //! Matching is CJK-aware: a term containing non-ASCII characters matches as a substring, an ASCII

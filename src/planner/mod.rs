@@ -1,4 +1,4 @@
-//! The rule planner (DESIGN.md section 5): intent recognition, semantic-key extraction and task
+//! The rule planner (docs/planning.md): intent recognition, semantic-key extraction and task
 //! planning. Pure: no IO, no clock (today's date and the plan id come in [`TurnInput`]).
 //!
 //! - [`intent`]: capability-card matching and the simple-intent lexicons.
@@ -94,7 +94,7 @@ pub enum PlanMode {
     /// The pending clarification's sub-tasks, with whatever this turn supplied (maybe nothing:
     /// then they are asked for again).
     Resumed,
-    /// A new request while a clarification was pending: the pending work is dropped (seed 004).
+    /// A new request while a clarification was pending: the pending work is dropped (docs/conversation.md).
     Rerouted,
     /// An elliptical follow-up: the previous intent with this turn's values.
     Elliptical,

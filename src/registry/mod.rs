@@ -1,5 +1,5 @@
 //! The registry: an immutable, versioned snapshot of the validated config, and the
-//! [`RegistryHandle`] that swaps snapshots atomically (DESIGN.md sections 2 and 3).
+//! [`RegistryHandle`] that swaps snapshots atomically (docs/config.md).
 //!
 //! A [`Registry`] is built only from a [`LoadedConfig`] (so it is valid by construction) and never
 //! changes afterwards. Everything a request needs per call is compiled here, once per load: the

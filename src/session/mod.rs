@@ -1,5 +1,5 @@
 //! Sessions: a `(user_id, thread_id)` conversation's short-term memory, collected slots, pending
-//! clarification, consecutive-failure count and current intent (DESIGN.md section 7).
+//! clarification, consecutive-failure count and current intent (docs/conversation.md).
 //!
 //! [`SessionStore`] puts one [`SessionBackend`] behind a per-thread lock:
 //! - `memory://` — process memory (tests, throw-away runs);
