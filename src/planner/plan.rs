@@ -200,7 +200,9 @@ pub fn coerce(key: &KeyDef, value: &Value) -> Value {
 }
 
 /// Builds a plan from candidates. Returns the plan and the valid values found this turn (from
-/// slots and text), which the session remembers.
+/// slots and text), which the session remembers. The steps, in order: [`fill_keys`] (values
+/// from slots, text and memory), [`link_producers`] (data-flow edges), [`break_cycles`] (edges
+/// that cannot be ordered become missing keys), [`mark_blocked`] (statuses and `semantic_info`).
 pub fn build(
     candidates: Vec<Candidate>,
     src: KeySources<'_>,
@@ -208,17 +210,55 @@ pub fn build(
     lang: Lang,
     reasoning: String,
 ) -> (TaskPlan, Map<String, Value>) {
+    let (mut draft, found) = fill_keys(&candidates, src, plan_id);
+    link_producers(&candidates, &mut draft);
+    let order = break_cycles(&mut draft);
+    let (semantic_info, missing_keys) = mark_blocked(&candidates, &mut draft, &order);
+    let Draft { mut tasks, deps, .. } = draft;
+    let ids: Vec<String> = tasks.iter().map(|t| t.task_id.clone()).collect();
+    for (i, task) in tasks.iter_mut().enumerate() {
+        task.dependencies = deps[i].iter().map(|&j| ids[j].clone()).collect();
+    }
+    let user_friendly_message = plan_message(&tasks, lang);
+    let plan = TaskPlan {
+        plan_id: plan_id.to_string(),
+        task_type: task_type(&deps),
+        total_tasks: tasks.len(),
+        sub_tasks: tasks,
+        reasoning,
+        missing_semantic_keys: missing_keys,
+        user_friendly_message,
+        semantic_info,
+    };
+    (plan, found)
+}
+
+/// A plan under construction: one entry per candidate, by index.
+struct Draft {
+    tasks: Vec<SubTask>,
+    /// Key indices without a value.
+    missing: Vec<Vec<usize>>,
+    /// Key indices with a value that fails the key's schema.
+    invalid: Vec<Vec<usize>>,
+    /// The tasks each task waits for.
+    deps: Vec<BTreeSet<usize>>,
+    /// Data-flow edges: (task, producer, key index).
+    edges: Vec<(usize, usize, usize)>,
+}
+
+/// Fills every candidate's keys (a value already in its inputs wins, then this turn's slots, the
+/// text, and the session's memory) and gives new sub-tasks ids unique in the plan. Returns the
+/// draft and the valid values found this turn.
+fn fill_keys(candidates: &[Candidate], src: KeySources<'_>, plan_id: &str) -> (Draft, Map<String, Value>) {
     let n = candidates.len();
     let mut found = Map::new();
-    let mut tasks: Vec<SubTask> = Vec::with_capacity(n);
-    // Per task: keys without a value, keys with an invalid value.
-    let mut missing: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut invalid: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut deps: Vec<BTreeSet<usize>> =
-        candidates.iter().map(|c| c.depends_on.iter().copied().filter(|&j| j < n).collect()).collect();
-    // (task, key index) satisfied by a dependency edge: (task, dep, key index).
-    let mut edges: Vec<(usize, usize, usize)> = Vec::new();
-
+    let mut draft = Draft {
+        tasks: Vec::with_capacity(n),
+        missing: vec![Vec::new(); n],
+        invalid: vec![Vec::new(); n],
+        deps: candidates.iter().map(|c| c.depends_on.iter().copied().filter(|&j| j < n).collect()).collect(),
+        edges: Vec::new(),
+    };
     let mut used_ids: HashSet<String> = candidates.iter().filter_map(|c| c.task_id.clone()).collect();
     let mut counter = 0;
     for (i, cand) in candidates.iter().enumerate() {
@@ -241,8 +281,8 @@ pub fn build(
                     }
                     inputs.insert(name.clone(), v);
                 }
-                Some(_) => invalid[i].push(k),
-                None => missing[i].push(k),
+                Some(_) => draft.invalid[i].push(k),
+                None => draft.missing[i].push(k),
             }
         }
         let task_id = cand.task_id.clone().unwrap_or_else(|| loop {
@@ -252,7 +292,7 @@ pub fn build(
                 break id;
             }
         });
-        tasks.push(SubTask {
+        draft.tasks.push(SubTask {
             task_id,
             description: cand.agent.task_description(),
             assigned_agent: cand.agent.spec.id.clone(),
@@ -265,11 +305,17 @@ pub fn build(
             remote: cand.remote.clone(),
         });
     }
+    (draft, found)
+}
 
-    // Data-flow edges: a missing key another sub-task produces.
+/// Data-flow edges: a missing key another sub-task `produces` makes this task depend on that one
+/// (and no longer missing).
+fn link_producers(candidates: &[Candidate], draft: &mut Draft) {
+    let n = candidates.len();
     for i in 0..n {
         let agent = &candidates[i].agent;
-        missing[i].retain(|&k| {
+        let (deps, edges) = (&mut draft.deps, &mut draft.edges);
+        draft.missing[i].retain(|&k| {
             let key = &agent.keys[k].spec.key;
             let producer = (0..n).find(|&j| j != i && candidates[j].agent.spec.produces.iter().any(|p| p == key));
             match producer {
@@ -282,31 +328,39 @@ pub fn build(
             }
         });
     }
+}
 
-    // Break cycles: edges between tasks Kahn's algorithm cannot order become missing keys.
-    let order = loop {
-        match topo_order(&deps) {
-            Ok(order) => break order,
+/// Orders the tasks; data-flow edges between tasks Kahn's algorithm cannot order become missing
+/// keys again, and other edges inside the cycle are dropped. Returns the topological order.
+fn break_cycles(draft: &mut Draft) -> Vec<usize> {
+    loop {
+        match topo_order(&draft.deps) {
+            Ok(order) => return order,
             Err(stuck) => {
-                for &(i, j, k) in &edges {
-                    if stuck.contains(&i) && stuck.contains(&j) && deps[i].remove(&j) {
-                        missing[i].push(k);
+                for &(i, j, k) in &draft.edges {
+                    if stuck.contains(&i) && stuck.contains(&j) && draft.deps[i].remove(&j) {
+                        draft.missing[i].push(k);
                     }
                 }
                 for &i in &stuck {
-                    deps[i].retain(|j| !stuck.contains(j));
+                    draft.deps[i].retain(|j| !stuck.contains(j));
                 }
             }
         }
-    };
+    }
+}
 
+/// Blocks the tasks with missing or invalid keys and, in topological `order`, the tasks waiting
+/// on a blocked one. Returns `semantic_info` (in plan order) and the missing keys (first-asked
+/// order, no duplicates).
+fn mark_blocked(candidates: &[Candidate], draft: &mut Draft, order: &[usize]) -> (Vec<SemanticInfo>, Vec<String>) {
     let mut semantic_info = Vec::new();
     let mut missing_keys: Vec<String> = Vec::new();
-    for &i in &order {
+    for &i in order {
         let agent = &candidates[i].agent;
-        missing[i].sort_unstable();
-        let waits_on_blocked = deps[i].iter().any(|&j| tasks[j].status == TaskStatus::Blocked);
-        for (kind, list) in [(MissKind::Miss, &missing[i]), (MissKind::Invalid, &invalid[i])] {
+        draft.missing[i].sort_unstable();
+        let waits_on_blocked = draft.deps[i].iter().any(|&j| draft.tasks[j].status == TaskStatus::Blocked);
+        for (kind, list) in [(MissKind::Miss, &draft.missing[i]), (MissKind::Invalid, &draft.invalid[i])] {
             if list.is_empty() {
                 continue;
             }
@@ -314,7 +368,7 @@ pub fn build(
             semantic_info.push(SemanticInfo {
                 kind,
                 sub_agent_id: agent.spec.id.clone(),
-                task_id: tasks[i].task_id.clone(),
+                task_id: draft.tasks[i].task_id.clone(),
                 keys: keys.iter().map(|k| k.spec.key.clone()).collect(),
                 key_descriptions: keys.iter().map(|k| k.spec.description.clone()).collect(),
                 fe_widgets_suggestion: keys.iter().map(|k| k.widget.clone()).collect(),
@@ -325,33 +379,18 @@ pub fn build(
                 }
             }
         }
-        if !missing[i].is_empty() || !invalid[i].is_empty() {
-            tasks[i].status = TaskStatus::Blocked;
-            tasks[i].reason = Some("missing or invalid semantic keys".into());
+        let task = &mut draft.tasks[i];
+        if !draft.missing[i].is_empty() || !draft.invalid[i].is_empty() {
+            task.status = TaskStatus::Blocked;
+            task.reason = Some("missing or invalid semantic keys".into());
         } else if waits_on_blocked {
-            tasks[i].status = TaskStatus::Blocked;
-            tasks[i].reason = Some("waiting for a blocked sub-task".into());
+            task.status = TaskStatus::Blocked;
+            task.reason = Some("waiting for a blocked sub-task".into());
         }
     }
-    for i in 0..n {
-        tasks[i].dependencies = deps[i].iter().map(|&j| tasks[j].task_id.clone()).collect();
-    }
     // Keep semantic_info in plan order, not topological order.
-    semantic_info.sort_by_key(|s| tasks.iter().position(|t| t.task_id == s.task_id));
-
-    let task_type = task_type(&deps);
-    let user_friendly_message = plan_message(&tasks, lang);
-    let plan = TaskPlan {
-        plan_id: plan_id.to_string(),
-        task_type,
-        total_tasks: tasks.len(),
-        sub_tasks: tasks,
-        reasoning,
-        missing_semantic_keys: missing_keys,
-        user_friendly_message,
-        semantic_info,
-    };
-    (plan, found)
+    semantic_info.sort_by_key(|s| draft.tasks.iter().position(|t| t.task_id == s.task_id));
+    (semantic_info, missing_keys)
 }
 
 /// Kahn's algorithm over `deps[i]` = the tasks `i` waits for. `Err` holds the tasks left in or

@@ -197,10 +197,8 @@ impl Supervisor {
             let pending = session.conversation.pending().map(|p| p.tasks.clone());
             return self.escalate(t, session, EscalationReason::RepeatedFailures, text, pending.as_deref());
         }
-        let mut done = StageEvent::new(Stage::Answer, text.clone())
-            .agent("summarize")
-            .plan(&plan)
-            .state("summarizer", summarizer);
+        let mut done =
+            StageEvent::new(Stage::Answer, text.clone()).agent("summarize").plan(&plan).state("summarizer", summarizer);
         if !plan.semantic_info.is_empty() {
             done = done.semantic_info(&plan.semantic_info);
             done.payload.clarification_expires_at = session.conversation.pending().map(|p| p.expires_at);
