@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use switchboard::app::{build_state, AppOptions};
-use switchboard::demo::{spawn_sample_agent, SampleAgentKind, SampleOptions};
+use switchboard_demo::{spawn_sample_agent, SampleAgentKind, SampleOptions};
 use tokio::net::TcpListener;
 
 fn env_or(name: &str, default: usize) -> usize {

@@ -8,7 +8,6 @@ use tokio::net::TcpListener;
 
 use crate::api::{self, AppState};
 use crate::config::ConfigErrors;
-use crate::demo::{spawn_sample_agent, SampleAgentHandle, SampleAgentKind, SampleOptions};
 use crate::reload::{self, ReloadError};
 use crate::session::{open_backend, SessionStore, StoreError};
 use crate::supervisor::Supervisor;
@@ -149,11 +148,13 @@ pub async fn bind(addr: &str) -> Result<TcpListener, StartError> {
 }
 
 /// Starts the sample sub-agents a config points at: every agent whose id is a sample's and whose
-/// URL is on a loopback address gets that sample served on the URL's port.
+/// URL is on a loopback address gets that sample served on the URL's port. Feature `demo`.
 ///
 /// # Errors
 /// [`StartError::Listen`] when a port is taken.
-pub async fn spawn_demo_agents(state: &AppState) -> Result<Vec<SampleAgentHandle>, StartError> {
+#[cfg(feature = "demo")]
+pub async fn spawn_demo_agents(state: &AppState) -> Result<Vec<switchboard_demo::SampleAgentHandle>, StartError> {
+    use switchboard_demo::{spawn_sample_agent, SampleAgentKind, SampleOptions};
     let reg = state.supervisor.registry.load();
     let mut handles = Vec::new();
     for agent in reg.agents() {

@@ -22,15 +22,16 @@
 //! - [`events`]: the `ResponseState` event stream.
 //! - [`metrics`]: Prometheus metrics; [`logging`]: log output with PII masked.
 //! - [`api`]: the HTTP API and SSE rendering.
-//! - [`app`]: wiring for `serve` and `demo`; [`client`]: the `ask` terminal client;
-//!   [`demo`]: sample sub-agents.
+//! - [`app`]: wiring for `serve` and `demo`; [`client`]: the `ask` terminal client.
+//!
+//! The sample sub-agents of `switchboard demo` live in the `switchboard-demo` crate
+//! (`crates/switchboard-demo`), linked only with the `demo` feature (on by default).
 
 pub mod api;
 pub mod app;
 pub mod client;
 pub mod config;
 pub mod conversation;
-pub mod demo;
 pub mod dispatch;
 pub mod events;
 pub mod executor;

@@ -33,6 +33,7 @@ enum Command {
         limits: ServeArgs,
     },
     /// Start the supervisor and the sample sub-agents of the repo's config, in one process.
+    #[cfg(feature = "demo")]
     Demo {
         /// The agents config (its sample agents must point at loopback ports).
         #[arg(long, default_value = "agents_config.yaml")]
@@ -171,6 +172,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             app::serve(listener, state, app::shutdown_signal(), drain).await.context("server failed")?;
             Ok(ExitCode::SUCCESS)
         }
+        #[cfg(feature = "demo")]
         Command::Demo { config, listen, store, limits } => {
             init_logging();
             let drain = limits.drain_timeout;

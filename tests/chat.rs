@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use switchboard::demo::SampleOptions;
+use switchboard_demo::SampleOptions;
 
 use crate::common::*;
 

@@ -10,7 +10,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use switchboard::api;
 use switchboard::app::{build_state, AppOptions};
-use switchboard::demo::{spawn_sample_agent, SampleAgentHandle, SampleAgentKind, SampleOptions};
+use switchboard_demo::{spawn_sample_agent, SampleAgentHandle, SampleAgentKind, SampleOptions};
 use tokio::net::TcpListener;
 
 /// The repository root.
@@ -108,7 +108,7 @@ pub async fn spawn_app_with(setup: Setup, edit: impl FnOnce(&mut Value)) -> Test
 
 impl TestApp {
     /// The calls a sample agent received.
-    pub fn calls(&self, agent_id: &str) -> Vec<switchboard::demo::RecordedCall> {
+    pub fn calls(&self, agent_id: &str) -> Vec<switchboard_demo::RecordedCall> {
         self.agents[agent_id].log.calls()
     }
 

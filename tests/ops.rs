@@ -9,7 +9,7 @@ use std::time::Duration;
 use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{json, Value};
-use switchboard::demo::SampleOptions;
+use switchboard_demo::SampleOptions;
 
 use crate::common::*;
 

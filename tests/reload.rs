@@ -136,7 +136,7 @@ async fn a_kubernetes_style_data_symlink_swap_is_picked_up() {
 async fn a_request_keeps_its_snapshot_across_a_reload() {
     use std::time::Duration;
     let mut options = std::collections::HashMap::new();
-    options.insert("weather_agent", switchboard::demo::SampleOptions { delay: Duration::from_millis(400) });
+    options.insert("weather_agent", switchboard_demo::SampleOptions { delay: Duration::from_millis(400) });
     let app = spawn_app_with(Setup { options, watch_files: true, ..Default::default() }, |_| {}).await;
     let asking = app.ask("上海天气怎么样", None);
     let reload = async {

@@ -1,5 +1,6 @@
 //! Sample sub-agents of a travel desk, served as real HTTP servers: used by `switchboard demo`
-//! and by the integration tests (which read their [`CallLog`]s).
+//! (the `demo` feature of the `switchboard` crate) and by its integration tests and benchmarks
+//! (which read their [`CallLog`]s). This crate does not depend on `switchboard`.
 //!
 //! Each agent speaks the sub-agent protocol of docs/sub-agent-protocol.md on `POST /invoke`
 //! (and answers `GET /healthz`):
@@ -26,7 +27,8 @@
 //! start/finish instants, so tests can prove ordering and concurrency from recorded intervals.
 //!
 //! The input and output JSON Schemas these agents satisfy are `schemas/agents/<id>.*.json`,
-//! referenced from the repository's `agents_config.yaml`; tests below keep them in step.
+//! referenced from the repository's `agents_config.yaml`; `tests/config_files.rs` keeps them in
+//! step.
 
 mod agents;
 
@@ -213,12 +215,23 @@ pub async fn spawn_sample_agent(
     };
     let router = sample_router(kind, opts, log.clone());
     let task = tokio::spawn(async move {
-        if let Err(e) = axum::serve(crate::app::nodelay(listener), router).await {
+        if let Err(e) = axum::serve(nodelay(listener), router).await {
             tracing::error!(agent = %kind, error = %e, "sample agent stopped");
         }
     });
     tracing::debug!(agent = %kind, %addr, "sample agent listening");
     SampleAgentHandle { kind, addr, log, task }
+}
+
+/// `listener` with `TCP_NODELAY` set on every accepted connection (SSE deltas are small writes
+/// that must not wait for Nagle's algorithm).
+fn nodelay(listener: TcpListener) -> impl axum::serve::Listener<Io = tokio::net::TcpStream, Addr = SocketAddr> {
+    use axum::serve::ListenerExt;
+    listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::trace!(error = %e, "cannot set TCP_NODELAY");
+        }
+    })
 }
 
 /// The router of one sample agent: `POST /invoke`, `GET /healthz`; anything else is a JSON 404
@@ -384,8 +397,9 @@ mod tests {
         }
     }
 
+    /// The repository root (this crate is `crates/switchboard-demo`).
     fn repo() -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
     }
 
     fn read_json(path: &Path) -> Value {
@@ -648,72 +662,5 @@ mod tests {
         let terminal = f["output"]["terminal"].as_str().unwrap();
         assert!(p["output"]["meeting_point"].as_str().unwrap().starts_with(terminal), "{p}");
         assert!(p["message"].as_str().unwrap().contains("航班 CA1234"), "{p}");
-    }
-
-    /// The demo config files agree with each other and with the agents: every schema compiles,
-    /// semantic keys are input properties, produced keys are required outputs, widgets exist, and
-    /// every value of the config's lists is accepted by the agents that use it.
-    #[test]
-    fn demo_config_files_agree_with_the_agents() {
-        let root = repo();
-        let config: Value =
-            serde_yaml_ng::from_str(&std::fs::read_to_string(root.join("agents_config.yaml")).unwrap()).unwrap();
-        let widgets = read_json(&root.join(config["widgets_map"].as_str().unwrap()));
-        assert_valid(&validator(&read_json(&root.join("schemas/widgets_map.schema.json"))), &widgets, "widgets_map");
-        let lists = config["lists"].as_object().unwrap();
-
-        let agents = config["agents"].as_array().unwrap();
-        assert_eq!(agents.len(), SampleAgentKind::ALL.len());
-        for (kind, agent) in SampleAgentKind::ALL.into_iter().zip(agents) {
-            let id = kind.agent_id();
-            assert_eq!(agent["id"], id);
-            let protocol = if kind == SampleAgentKind::Pickup { "sse" } else { "http" };
-            assert_eq!(agent["endpoint"]["protocol"], protocol, "{id}");
-            let input = read_json(&root.join(agent["input_schema"].as_str().unwrap()));
-            let output = read_json(&root.join(agent["output_schema"].as_str().unwrap()));
-            let (input_v, output_v) = (validator(&input), validator(&output));
-            assert_eq!(input["properties"]["message"]["type"], "string", "{id}");
-
-            let keys = agent["required_semantic_keys"].as_array().unwrap();
-            let required: Vec<&str> =
-                input["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
-            assert_eq!(required, keys.iter().map(|k| k["key"].as_str().unwrap()).collect::<Vec<_>>(), "{id}");
-            let mut example_inputs = serde_json::Map::new();
-            for k in keys {
-                let key = k["key"].as_str().unwrap();
-                let fields: Vec<&String> = k.as_object().unwrap().keys().collect();
-                assert_eq!(fields, ["key", "description", "widget", "extract", "example"], "{id}.{key}");
-                assert!(input["properties"][key].is_object(), "{id}: {key} is an input property");
-                let widget = k["widget"].as_str().unwrap();
-                assert!(widgets[widget].is_object(), "{id}.{key}: widget {widget} exists");
-                example_inputs.insert(key.to_string(), k["example"].clone());
-                if let Some(list) = k["extract"]["values_from"].as_str() {
-                    let values = lists[list].as_array().unwrap_or_else(|| panic!("list {list}"));
-                    assert_eq!(&input["properties"][key]["enum"], &lists[list], "{id}.{key}: enum = list {list}");
-                    // Every listed value is accepted by the agent.
-                    for value in values {
-                        let mut inputs = sample_inputs(kind);
-                        inputs[key] = value.clone();
-                        let body = request("测试", inputs);
-                        assert!(agents::run(kind, &body, Lang::Zh).is_ok(), "{id} accepts {key} = {value}");
-                    }
-                }
-            }
-            // The examples form a valid input, and the agent's output for it is a valid output
-            // that carries every produced key.
-            assert_valid(&input_v, &Value::Object(example_inputs.clone()), &format!("{id} examples"));
-            let reply = agents::run(kind, &request("测试", Value::Object(example_inputs)), Lang::Zh).unwrap();
-            assert_valid(&output_v, &reply.output, &format!("{id} output"));
-            let out_required: Vec<&str> =
-                output["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
-            for produced in agent["produces"].as_array().unwrap() {
-                assert!(out_required.contains(&produced.as_str().unwrap()), "{id}: produces {produced} is required");
-            }
-            let mut reply_keys: Vec<&String> = reply.output.as_object().unwrap().keys().collect();
-            let mut schema_keys: Vec<&String> = output["properties"].as_object().unwrap().keys().collect();
-            reply_keys.sort();
-            schema_keys.sort();
-            assert_eq!(reply_keys, schema_keys, "{id}: the output schema describes exactly the output");
-        }
     }
 }

@@ -1,5 +1,5 @@
 //! The sample agents' business logic: pure functions from a request body to a reply, or to the
-//! reason the inputs are unusable (a 422 for the server in `mod.rs`).
+//! reason the inputs are unusable (a 422 for the server in `lib.rs`).
 //!
 //! Everything is deterministic: values derive from the inputs (FNV-1a hashes) and today's local
 //! date, never from a random source or the network. Output *data* is always Chinese (it flows to
