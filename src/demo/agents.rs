@@ -32,7 +32,7 @@ impl Lang {
             .and_then(Value::as_str)
             .or_else(|| body.get("inputs").and_then(|i| i.get("message")).and_then(Value::as_str))
             .unwrap_or_default();
-        if message.chars().any(is_cjk) {
+        if crate::text::has_cjk(message) {
             Lang::Zh
         } else {
             Lang::En
@@ -42,17 +42,6 @@ impl Lang {
     fn zh(self) -> bool {
         self == Lang::Zh
     }
-}
-
-/// Han ideographs (with extensions and compatibility forms), kana and hangul.
-fn is_cjk(c: char) -> bool {
-    matches!(c,
-        '\u{3040}'..='\u{30ff}'
-        | '\u{3400}'..='\u{4dbf}'
-        | '\u{4e00}'..='\u{9fff}'
-        | '\u{ac00}'..='\u{d7af}'
-        | '\u{f900}'..='\u{faff}'
-        | '\u{20000}'..='\u{2fa1f}')
 }
 
 /// A successful reply.

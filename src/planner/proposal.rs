@@ -1,6 +1,6 @@
 //! Validation of a task plan proposed by a model (DESIGN.md 5.3: "whatever the planner").
 //!
-//! A [`ProposedPlan`] becomes a [`TaskPlan`] only through the same [`plan::build`] the rule planner
+//! A [`ProposedPlan`] becomes a [`TaskPlan`] only through the same [`plan::build_in`] the rule planner
 //! uses, after these checks: every agent exists and is enabled, task ids are unique, dependencies
 //! name tasks of the plan and form no cycle, and every semantic-key value the model filled in fits
 //! the input schema. Problems are returned as plain sentences, ready to be sent back to the model
@@ -12,8 +12,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::plan::{self, coerce, topo_order, Candidate, KeySources, TaskPlan};
-use super::Lang;
 use crate::registry::Registry;
+use crate::text::Lang;
 
 /// A model's plan (the JSON asked for by `prompts/plan.md`).
 #[derive(Debug, Clone, Deserialize)]
@@ -124,7 +124,7 @@ pub fn build_from_proposal(
         return Err(problems);
     }
     let reasoning = if proposal.reasoning.is_empty() { "llm planner".to_string() } else { proposal.reasoning.clone() };
-    let (plan, mut from_build) = plan::build(candidates, src, plan_id, lang, reasoning);
+    let (plan, mut from_build) = plan::build_in(registry.texts(), candidates, src, plan_id, lang, reasoning);
     from_build.extend(found);
     Ok((plan, from_build))
 }
