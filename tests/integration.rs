@@ -13,3 +13,4 @@ mod faults;
 mod llm;
 mod ops;
 mod reload;
+mod texts;
