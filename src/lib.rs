@@ -7,6 +7,8 @@
 //!
 //! ## Layout
 //! A request flows through the stages in this order (see ARCHITECTURE.md):
+//! - [`text`]: the texts users read (a Fluent catalog, embedded, overridable) and their
+//!   language; the lowest layer.
 //! - [`config`]: the file format, loading and validation (every error, with location).
 //! - [`registry`]: immutable, versioned snapshots of a valid config; atomic swaps.
 //! - [`reload`]: the watcher and the single reload loop (files, `SIGHUP`, admin endpoint).
@@ -45,3 +47,4 @@ pub mod reload;
 pub mod session;
 pub mod summarize;
 pub mod supervisor;
+pub mod text;

@@ -13,4 +13,5 @@ mod faults;
 mod llm;
 mod ops;
 mod reload;
+mod texts;
 mod tidy;

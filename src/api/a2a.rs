@@ -31,6 +31,7 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 use super::AppState;
 use crate::events::{Stage, StageEvent};
 use crate::supervisor::TurnRequest;
+use crate::text::Lang;
 
 /// Tasks kept for `GetTask` / `CancelTask`, at most.
 const MAX_TASKS: usize = 10_000;
@@ -85,7 +86,7 @@ pub async fn agent_card(State(state): State<AppState>, headers: HeaderMap) -> Js
     let modes = vec!["text/plain".to_string(), "application/json".to_string()];
     Json(AgentCard {
         name: "Switchboard".into(),
-        description: "A supervisor that plans requests across its sub-agents and asks for missing details.".into(),
+        description: reg.texts().get(Lang::En, "a2a-card-description", &[]),
         version: env!("CARGO_PKG_VERSION").into(),
         supported_interfaces: vec![AgentInterface::new(format!("{}/a2a", base_url(&headers)), "JSONRPC")],
         capabilities: AgentCapabilities { streaming: Some(true), ..Default::default() },

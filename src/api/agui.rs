@@ -123,10 +123,16 @@ pub async fn run(
     let mut req: TurnRequest = if cancel { body.validate_cancel()? } else { body.validate()? };
     req.trace_id = super::chat::trace_id(&headers);
     let admission = state.limits.admit(&req.user_id)?;
-    let turn = state.supervisor.start_turn(req);
-    let turn_events =
-        super::chat::drained(turn.events, state.shutdown.clone(), turn.thread_id.clone(), turn.session_id.clone());
     let registry = state.supervisor.registry.load();
+    let notice = super::chat::shutdown_text(&registry, &req.query);
+    let turn = state.supervisor.start_turn(req);
+    let turn_events = super::chat::drained(
+        turn.events,
+        state.shutdown.clone(),
+        turn.thread_id.clone(),
+        turn.session_id.clone(),
+        notice,
+    );
     let mut mapper = AgUiMapper::new(input.thread_id, input.run_id, registry);
     let first = mapper.start();
     let events = turn_events.flat_map(move |ev| {

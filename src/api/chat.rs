@@ -13,6 +13,8 @@ use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::events::{Stage, StageEvent};
+use crate::registry::Registry;
+use crate::text::Lang;
 
 use super::error::{ApiError, ApiJson};
 use super::AppState;
@@ -125,24 +127,32 @@ pub fn trace_id(headers: &HeaderMap) -> Option<String> {
     valid.then(|| trace.to_ascii_lowercase())
 }
 
+/// The text of the synthetic `error` event [`drained`] ends a stream with at shutdown, in the
+/// language of `query`.
+pub fn shutdown_text(registry: &Registry, query: &str) -> String {
+    registry.texts().get(Lang::detect(query), "error-shutting-down", &[])
+}
+
 /// A turn's events until its `done` — or until the server's drain deadline passes, then one
-/// synthetic `error` done event ends the stream (the turn itself goes on and is saved).
+/// synthetic `error` done event with `shutdown_text` ends the stream (the turn itself goes on and
+/// is saved).
 pub fn drained(
     events: tokio::sync::mpsc::UnboundedReceiver<StageEvent>,
     shutdown: CancellationToken,
     thread_id: String,
     session_id: String,
+    shutdown_text: String,
 ) -> impl futures::Stream<Item = StageEvent> {
     struct St {
         rx: tokio::sync::mpsc::UnboundedReceiver<StageEvent>,
         shutdown: CancellationToken,
         last_seq: u64,
-        lang_zh: Option<bool>,
         ended: bool,
         thread_id: String,
         session_id: String,
+        shutdown_text: String,
     }
-    let st = St { rx: events, shutdown, last_seq: 0, lang_zh: None, ended: false, thread_id, session_id };
+    let st = St { rx: events, shutdown, last_seq: 0, ended: false, thread_id, session_id, shutdown_text };
     futures::stream::unfold(st, |mut st| async move {
         if st.ended {
             return None;
@@ -152,19 +162,12 @@ pub fn drained(
             ev = st.rx.recv() => {
                 let ev = ev?;
                 st.last_seq = ev.seq;
-                if st.lang_zh.is_none() {
-                    st.lang_zh = Some(ev.content.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)));
-                }
                 st.ended = ev.is_done();
                 Some((ev, st))
             }
             () = st.shutdown.cancelled() => {
                 st.ended = true;
-                let text = if st.lang_zh.unwrap_or(true) {
-                    "服务正在重启，本次请求的结果会保存在会话中，请稍后查看或重试。"
-                } else {
-                    "The service is restarting; this request's result will be kept in the conversation. Please check back or retry."
-                };
+                let text = std::mem::take(&mut st.shutdown_text);
                 let mut ev = StageEvent::new(Stage::Error, text).state("error", serde_json::json!({ "code": "shutting_down" }));
                 ev.seq = st.last_seq + 1;
                 ev.thread_id = st.thread_id.clone();
@@ -184,9 +187,10 @@ pub async fn chat(
     let mut req = body.validate()?;
     req.trace_id = trace_id(&headers);
     let admission = state.limits.admit(&req.user_id)?;
+    let notice = shutdown_text(&state.supervisor.registry.load(), &req.query);
     let turn = state.supervisor.start_turn(req);
     let thread = HeaderValue::from_str(&turn.thread_id).ok();
-    let events = drained(turn.events, state.shutdown.clone(), turn.thread_id.clone(), turn.session_id.clone());
+    let events = drained(turn.events, state.shutdown.clone(), turn.thread_id.clone(), turn.session_id.clone(), notice);
 
     let mut response = if wants_json(&headers) {
         let events: Vec<_> = events.collect().await;

@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::model::{config_json_schema, AgentSpec, ConfigFile, SchemaSource};
+use crate::text::{read_overrides, TextError, Texts};
 
 /// One problem in a config, with where it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -105,9 +106,12 @@ pub struct LoadedConfig {
     pub widgets: Map<String, Value>,
     /// The LLM prompt templates.
     pub prompts: Prompts,
+    /// The texts users read: the shipped catalog with the `supervisor.texts_dir` overrides.
+    pub texts: Arc<Texts>,
     /// Hex SHA-256 over every file read and every interpolated value.
     pub hash: String,
-    /// Every file read (config, widget map, schemas): what the reload watcher watches.
+    /// Every file read (config, widget map, schemas, prompts, text overrides): what the reload
+    /// watcher watches.
     pub sources: Vec<PathBuf>,
 }
 
@@ -173,6 +177,7 @@ pub fn load_from_str(
     check.hasher.update(text.as_bytes());
     let widgets = check.widgets(&file.widgets_map);
     let prompts = check.prompts(&file.planner.prompts_dir);
+    let texts = check.texts(file.supervisor.texts_dir.as_deref());
     let agents = check.agents(&file, widgets.as_ref());
     let Checker { errors, hasher, sources, .. } = check;
     if !errors.is_empty() {
@@ -185,6 +190,7 @@ pub fn load_from_str(
         agents: agents.into_iter().flatten().collect(),
         widgets: widgets.unwrap_or_default(),
         prompts,
+        texts,
         hash,
         sources,
     })
@@ -261,6 +267,35 @@ impl Checker<'_> {
             plan: read("plan", include_str!("../../prompts/plan.md")),
             summarize: read("summarize", include_str!("../../prompts/summarize.md")),
         }
+    }
+
+    /// The shipped texts with the overrides under `texts_dir` (every file hashed and watched).
+    fn texts(&mut self, texts_dir: Option<&str>) -> Arc<Texts> {
+        let Some(rel) = texts_dir else { return Texts::shipped() };
+        let dir = self.base_dir.join(rel);
+        if !dir.is_dir() {
+            self.err("/supervisor/texts_dir".into(), format!("{} is not a directory", dir.display()));
+            return Texts::shipped();
+        }
+        let (files, read_errors) = read_overrides(&dir);
+        for f in &files {
+            self.hasher.update(f.path.to_string_lossy().as_bytes());
+            self.hasher.update(f.source.as_bytes());
+            self.sources.push(f.path.clone());
+        }
+        let errors = match Texts::from_overrides(&files) {
+            Ok(texts) if read_errors.is_empty() => return Arc::new(texts),
+            Ok(_) => read_errors,
+            Err(more) => read_errors.into_iter().chain(more).collect(),
+        };
+        self.errors.extend(errors.into_iter().map(|e: TextError| ConfigError {
+            file: e.file.display().to_string(),
+            line: e.line,
+            column: e.column,
+            pointer: None,
+            message: e.message,
+        }));
+        Texts::shipped()
     }
 
     fn widgets(&mut self, rel: &str) -> Option<Map<String, Value>> {

@@ -67,6 +67,12 @@ pub struct SupervisorSettings {
     pub request_timeout: HumanDuration,
     /// Per-agent circuit breaker (Switchboard extension).
     pub circuit_breaker: BreakerSettings,
+    /// Directory of text overrides, relative to this file (Switchboard extension; unset: the
+    /// shipped texts). `<texts_dir>/<locale>/*.ftl` (`zh-CN`, `en`) hold Fluent messages that
+    /// replace the shipped messages of the same id; an unknown id, a placeholder the message is
+    /// not given, or a syntax error is a config error. Edits hot-reload with the config.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub texts_dir: Option<String>,
 }
 
 /// `supervisor.circuit_breaker`: opens on a failure ratio over a window of recent calls, lets one
@@ -108,6 +114,7 @@ impl Default for SupervisorSettings {
             default_agent_timeout: HumanDuration(Duration::from_secs(30)),
             request_timeout: HumanDuration(Duration::from_secs(60)),
             circuit_breaker: BreakerSettings::default(),
+            texts_dir: None,
         }
     }
 }

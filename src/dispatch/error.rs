@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::planner::Lang;
+use crate::text::{Lang, Texts};
 
 /// Why a sub-agent call failed.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -60,31 +60,26 @@ impl DispatchError {
         matches!(self, Self::Connect(_)) || matches!(self, Self::Status { status, .. } if matches!(status, 502..=504))
     }
 
-    /// Short, user-facing reason (no ids, no internals).
-    pub fn user_reason(&self, lang: Lang) -> &'static str {
-        match (self, lang) {
-            (Self::Connect(_), Lang::Zh) => "服务暂时无法连接",
-            (Self::Connect(_), Lang::En) => "the service could not be reached",
-            (Self::Disconnected(_), Lang::Zh) => "与服务的连接中断",
-            (Self::Disconnected(_), Lang::En) => "the connection to the service was lost",
-            (Self::Timeout(_), Lang::Zh) => "服务响应超时",
-            (Self::Timeout(_), Lang::En) => "the service did not answer in time",
-            (Self::Status { .. } | Self::Protocol(_) | Self::TooLarge(_) | Self::Rejected(_), Lang::Zh) => {
-                "服务返回了无法使用的结果"
-            }
-            (Self::Status { .. } | Self::Protocol(_) | Self::TooLarge(_) | Self::Rejected(_), Lang::En) => {
-                "the service returned an unusable result"
-            }
-            (Self::Agent(_), Lang::Zh) => "服务处理失败",
-            (Self::Agent(_), Lang::En) => "the service reported a failure",
-            (Self::InvalidInputs(_), Lang::Zh) => "提供的信息格式不正确",
-            (Self::InvalidInputs(_), Lang::En) => "some details were not in a usable form",
-            (Self::CircuitOpen(_), Lang::Zh) => "服务暂时不可用，请稍后再试",
-            (Self::CircuitOpen(_), Lang::En) => "the service is temporarily unavailable, please try again later",
-            (Self::Deadline, Lang::Zh) => "处理超时",
-            (Self::Deadline, Lang::En) => "it took too long",
-            (Self::InputRequired(_), Lang::Zh) => "还需要您补充信息",
-            (Self::InputRequired(_), Lang::En) => "more details are needed from you",
+    /// Short, user-facing reason (no ids, no internals): the catalog message [`Self::text_id`].
+    pub fn user_reason(&self, texts: &Texts, lang: Lang) -> String {
+        texts.get(lang, self.text_id(), &[])
+    }
+
+    /// The catalog id of the user-facing reason: `dispatch-` and [`Self::code`] (`_` as `-`).
+    pub fn text_id(&self) -> &'static str {
+        match self {
+            Self::Connect(_) => "dispatch-connect",
+            Self::Disconnected(_) => "dispatch-disconnected",
+            Self::Timeout(_) => "dispatch-timeout",
+            Self::Status { .. } => "dispatch-status",
+            Self::Protocol(_) => "dispatch-protocol",
+            Self::TooLarge(_) => "dispatch-too-large",
+            Self::Agent(_) => "dispatch-agent-error",
+            Self::Rejected(_) => "dispatch-output-rejected",
+            Self::InvalidInputs(_) => "dispatch-invalid-inputs",
+            Self::InputRequired(_) => "dispatch-input-required",
+            Self::CircuitOpen(_) => "dispatch-circuit-open",
+            Self::Deadline => "dispatch-deadline",
         }
     }
 
@@ -126,5 +121,36 @@ impl From<reqwest::Error> for DispatchError {
         } else {
             Self::Protocol(e.to_string())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_has_its_reason_in_the_catalog_under_its_code() {
+        let remote = crate::planner::RemoteTask { task_id: "t".into(), context_id: "c".into(), question: "?".into() };
+        let all = [
+            DispatchError::Connect(String::new()),
+            DispatchError::Disconnected(String::new()),
+            DispatchError::Timeout(Duration::ZERO),
+            DispatchError::Status { status: 500, body: String::new() },
+            DispatchError::Protocol(String::new()),
+            DispatchError::TooLarge(1),
+            DispatchError::Agent(String::new()),
+            DispatchError::Rejected(String::new()),
+            DispatchError::InvalidInputs(String::new()),
+            DispatchError::InputRequired(remote),
+            DispatchError::CircuitOpen(Duration::ZERO),
+            DispatchError::Deadline,
+        ];
+        let texts = Texts::shipped();
+        for e in &all {
+            assert_eq!(e.text_id(), format!("dispatch-{}", e.code().replace('_', "-")));
+            assert!(texts.has(e.text_id()), "{}", e.text_id());
+        }
+        assert_eq!(all[0].user_reason(&texts, Lang::En), "the service could not be reached");
+        assert_eq!(all[3].user_reason(&texts, Lang::Zh), "服务返回了无法使用的结果");
     }
 }

@@ -15,8 +15,9 @@ use tracing::Instrument;
 
 use crate::dispatch::{traceparent, AgentReply, DispatchError, Dispatcher};
 use crate::events::{EventSink, Stage, StageEvent};
-use crate::planner::{Lang, TaskPlan, TaskStatus};
+use crate::planner::{TaskPlan, TaskStatus};
 use crate::registry::{Agent, Registry};
+use crate::text::{Lang, Texts};
 
 /// Who and what a turn is about: passed to sub-agents and used for user-facing text.
 #[derive(Debug, Clone)]
@@ -67,6 +68,7 @@ impl Executor {
             .map(|t| t.dependencies.iter().filter_map(|d| index.get(d).copied()).collect())
             .collect();
         let max_parallel = registry.settings.max_parallel_tasks.max(1) as usize;
+        let texts = registry.texts();
         let mut running: JoinSet<Finished> = JoinSet::new();
 
         loop {
@@ -84,7 +86,7 @@ impl Executor {
                         plan.sub_tasks[i].status = TaskStatus::Running;
                         let task = &plan.sub_tasks[i];
                         sink.emit(
-                            StageEvent::new(Stage::AgentStarted, started_text(ctx.lang, &task.description))
+                            StageEvent::new(Stage::AgentStarted, started_text(texts, ctx.lang, &task.description))
                                 .agent(&task.assigned_agent)
                                 .task(&task.task_id),
                         );
@@ -107,7 +109,7 @@ impl Executor {
                             .instrument(span),
                         );
                     }
-                    Err(e) => self.finish(plan, &deps, i, Err(e), ctx, sink),
+                    Err(e) => self.finish(texts, plan, &deps, i, Err(e), ctx, sink),
                 }
             }
             let joined = match tokio::time::timeout_at(ctx.deadline, running.join_next()).await {
@@ -118,14 +120,14 @@ impl Executor {
                     running.abort_all();
                     for i in 0..n {
                         if plan.sub_tasks[i].status == TaskStatus::Running {
-                            self.finish(plan, &deps, i, Err(DispatchError::Deadline), ctx, sink);
+                            self.finish(texts, plan, &deps, i, Err(DispatchError::Deadline), ctx, sink);
                         }
                     }
                     break;
                 }
             };
             match joined {
-                Ok((i, result)) => self.finish(plan, &deps, i, result, ctx, sink),
+                Ok((i, result)) => self.finish(texts, plan, &deps, i, result, ctx, sink),
                 Err(e) => tracing::error!(error = %e, "dispatch task panicked"),
             }
         }
@@ -191,8 +193,10 @@ impl Executor {
     }
 
     /// Records a result and, on failure, skips the dependents.
+    #[allow(clippy::too_many_arguments)]
     fn finish(
         &self,
+        texts: &Texts,
         plan: &mut TaskPlan,
         deps: &[Vec<usize>],
         i: usize,
@@ -231,38 +235,34 @@ impl Executor {
             Err(err) => {
                 tracing::warn!(agent = %task.assigned_agent, task = %task.task_id, error = %err, "sub-task failed");
                 task.status = TaskStatus::Failed;
-                task.reason = Some(err.user_reason(ctx.lang).to_string());
+                let reason = err.user_reason(texts, ctx.lang);
                 sink.emit(
-                    StageEvent::new(
-                        Stage::AgentFailed,
-                        failed_text(ctx.lang, &task.description, err.user_reason(ctx.lang)),
-                    )
-                    .agent(&task.assigned_agent)
-                    .task(&task.task_id)
-                    .state("status", TaskStatus::Failed)
-                    .state("error", json!({ "code": err.code(), "message": err.to_string() })),
+                    StageEvent::new(Stage::AgentFailed, failed_text(texts, ctx.lang, &task.description, &reason))
+                        .agent(&task.assigned_agent)
+                        .task(&task.task_id)
+                        .state("status", TaskStatus::Failed)
+                        .state("error", json!({ "code": err.code(), "message": err.to_string() })),
                 );
-                self.skip_dependents(plan, deps, i, ctx, sink);
+                task.reason = Some(reason);
+                self.skip_dependents(texts, plan, deps, i, ctx, sink);
             }
         }
     }
 
     fn skip_dependents(
         &self,
+        texts: &Texts,
         plan: &mut TaskPlan,
         deps: &[Vec<usize>],
         failed: usize,
         ctx: &TurnContext,
         sink: &EventSink,
     ) {
-        let reason = match ctx.lang {
-            Lang::Zh => "前置步骤未完成，未执行",
-            Lang::En => "skipped because an earlier step failed",
-        };
-        for i in mark_dependents(plan, deps, failed, TaskStatus::Skipped, reason) {
+        let reason = texts.get(ctx.lang, "dispatch-skipped", &[]);
+        for i in mark_dependents(plan, deps, failed, TaskStatus::Skipped, &reason) {
             let task = &plan.sub_tasks[i];
             sink.emit(
-                StageEvent::new(Stage::AgentFailed, failed_text(ctx.lang, &task.description, reason))
+                StageEvent::new(Stage::AgentFailed, failed_text(texts, ctx.lang, &task.description, &reason))
                     .agent(&task.assigned_agent)
                     .task(&task.task_id)
                     .state("status", TaskStatus::Skipped),
@@ -271,18 +271,12 @@ impl Executor {
     }
 }
 
-fn started_text(lang: Lang, description: &str) -> String {
-    match lang {
-        Lang::Zh => format!("正在处理：{description}…"),
-        Lang::En => format!("Working on: {description}…"),
-    }
+fn started_text(texts: &Texts, lang: Lang, description: &str) -> String {
+    texts.get(lang, "stage-dispatch-started", &[("task", description.into())])
 }
 
-fn failed_text(lang: Lang, description: &str, reason: &str) -> String {
-    match lang {
-        Lang::Zh => format!("{description}：{reason}"),
-        Lang::En => format!("{description}: {reason}"),
-    }
+fn failed_text(texts: &Texts, lang: Lang, description: &str, reason: &str) -> String {
+    texts.get(lang, "stage-dispatch-failed", &[("task", description.into()), ("reason", reason.into())])
 }
 
 /// Gives the pending (transitive) dependents of `from` the `status` and `reason`; returns them in

@@ -11,26 +11,8 @@ use serde::Serialize;
 use crate::matching::{find_term, normalize, Term};
 use crate::registry::Registry;
 
-/// The language user-facing text is written in, from the script of the query.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Lang {
-    /// Chinese: the query contains CJK characters.
-    Zh,
-    /// English: everything else.
-    En,
-}
-
-impl Lang {
-    /// Chinese when `text` holds any CJK ideograph, English otherwise.
-    pub fn detect(text: &str) -> Self {
-        if text.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c) || ('\u{3400}'..='\u{4dbf}').contains(&c)) {
-            Self::Zh
-        } else {
-            Self::En
-        }
-    }
-}
+/// The language of user-facing text; it lives in [`crate::text`] (kept here for existing paths).
+pub use crate::text::Lang;
 
 /// Intents answered without planning sub-tasks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -206,7 +188,5 @@ mod tests {
         assert_eq!(simple_intent("你这个傻逼"), Some(SimpleIntent::Sensitive));
         assert_eq!(simple_intent("tell me a joke"), Some(SimpleIntent::ChitChat));
         assert_eq!(simple_intent("量子力学是什么"), None);
-        assert_eq!(Lang::detect("hello 北京"), Lang::Zh);
-        assert_eq!(Lang::detect("hello"), Lang::En);
     }
 }

@@ -225,7 +225,8 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnPlan {
                 } else {
                     "ask again for the pending clarification"
                 };
-                let (plan, found) = plan::build(candidates, src, &plan_id, lang, "resume pending sub-tasks".into());
+                let (plan, found) =
+                    plan::build(registry.texts(), candidates, src, &plan_id, lang, "resume pending sub-tasks".into());
                 return decide(result, reason, Decision::Plan { plan, found, mode: PlanMode::Resumed });
             }
         }
@@ -244,7 +245,7 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnPlan {
             result.intent = candidates.iter().map(|c| c.agent.spec.id.clone()).collect();
             result.rewritten_query = rewritten;
             let reasoning = "rule planner: elliptical follow-up of the previous intent".to_string();
-            let (plan, found) = plan::build(candidates, src, input.plan_id, lang, reasoning);
+            let (plan, found) = plan::build(registry.texts(), candidates, src, input.plan_id, lang, reasoning);
             return decide(
                 result,
                 "new values for the previous intent",
@@ -282,7 +283,7 @@ pub fn fresh_plan(
         })
         .collect();
     let reasoning = format!("rule planner: {} sub-task(s) from keyword matches", candidates.len());
-    plan::build(candidates, src, plan_id, lang, reasoning)
+    plan::build(registry.texts(), candidates, src, plan_id, lang, reasoning)
 }
 
 /// An elliptical follow-up: the text brings, for a key of the previous intent, a value that

@@ -15,8 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::registry::{Agent, KeyDef};
-
-use super::intent::Lang;
+use crate::text::{Lang, Texts};
 
 /// Lifecycle of a sub-task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -199,11 +198,12 @@ pub fn coerce(key: &KeyDef, value: &Value) -> Value {
     }
 }
 
-/// Builds a plan from candidates. Returns the plan and the valid values found this turn (from
+/// Builds a plan from candidates, its user-facing message from `texts`. Returns the plan and the valid values found this turn (from
 /// slots and text), which the session remembers. The steps, in order: [`fill_keys`] (values
 /// from slots, text and memory), [`link_producers`] (data-flow edges), [`break_cycles`] (edges
 /// that cannot be ordered become missing keys), [`mark_blocked`] (statuses and `semantic_info`).
 pub fn build(
+    texts: &Texts,
     candidates: Vec<Candidate>,
     src: KeySources<'_>,
     plan_id: &str,
@@ -219,7 +219,7 @@ pub fn build(
     for (i, task) in tasks.iter_mut().enumerate() {
         task.dependencies = deps[i].iter().map(|&j| ids[j].clone()).collect();
     }
-    let user_friendly_message = plan_message(&tasks, lang);
+    let user_friendly_message = plan_message(texts, &tasks, lang);
     let plan = TaskPlan {
         plan_id: plan_id.to_string(),
         task_type: task_type(&deps),
@@ -438,40 +438,16 @@ fn task_type(deps: &[BTreeSet<usize>]) -> TaskType {
     }
 }
 
-fn plan_message(tasks: &[SubTask], lang: Lang) -> String {
+fn plan_message(texts: &Texts, tasks: &[SubTask], lang: Lang) -> String {
     let runnable: Vec<&str> =
         tasks.iter().filter(|t| t.status != TaskStatus::Blocked).map(|t| t.description.as_str()).collect();
     let blocked = tasks.iter().filter(|t| t.status == TaskStatus::Blocked).count();
-    match lang {
-        Lang::Zh => {
-            let mut s = String::new();
-            if !runnable.is_empty() {
-                s = format!("好的，我来为您处理：{}。", runnable.join("；"));
-            }
-            if blocked > 0 && runnable.is_empty() {
-                s.push_str("还需要您补充一些信息才能继续。");
-            } else if blocked > 0 {
-                s.push_str(&format!("另有 {blocked} 项还需要您补充一些信息。"));
-            }
-            s
-        }
-        Lang::En => {
-            let mut s = String::new();
-            if !runnable.is_empty() {
-                s = format!("On it: {}.", runnable.join("; "));
-            }
-            if blocked > 0 {
-                if !s.is_empty() {
-                    s.push(' ');
-                }
-                s.push_str(&if runnable.is_empty() {
-                    "I need a few details from you first.".to_string()
-                } else {
-                    format!("{blocked} more step(s) need a few details from you.")
-                });
-            }
-            s
-        }
+    let list = || runnable.join(&texts.get(lang, "list-separator", &[]));
+    match (runnable.is_empty(), blocked) {
+        (true, 0) => String::new(),
+        (true, _) => texts.get(lang, "plan-blocked", &[]),
+        (false, 0) => texts.get(lang, "plan-runnable", &[("tasks", list().into())]),
+        (false, n) => texts.get(lang, "plan-runnable-and-blocked", &[("tasks", list().into()), ("blocked", n.into())]),
     }
 }
 
@@ -487,6 +463,38 @@ mod tests {
     fn topo_orders_and_finds_cycles() {
         assert_eq!(topo_order(&[set(&[]), set(&[0]), set(&[1])]), Ok(vec![0, 1, 2]));
         assert_eq!(topo_order(&[set(&[1]), set(&[0]), set(&[])]), Err(vec![0, 1]));
+    }
+
+    #[test]
+    fn plan_messages_in_both_languages() {
+        let task = |d: &str, status| SubTask {
+            task_id: d.into(),
+            description: d.into(),
+            assigned_agent: "a".into(),
+            inputs: Map::new(),
+            dependencies: Vec::new(),
+            status,
+            reason: None,
+            output: None,
+            message: None,
+            remote: None,
+        };
+        let (p, b) = (TaskStatus::Pending, TaskStatus::Blocked);
+        let t = Texts::shipped();
+        let cases = [
+            (vec![task("A", p), task("B", p)], "好的，我来为您处理：A；B。", "On it: A; B."),
+            (
+                vec![task("A", p), task("B", b)],
+                "好的，我来为您处理：A。另有 1 项还需要您补充一些信息。",
+                "On it: A. 1 more step(s) need a few details from you.",
+            ),
+            (vec![task("B", b)], "还需要您补充一些信息才能继续。", "I need a few details from you first."),
+            (vec![], "", ""),
+        ];
+        for (tasks, zh, en) in cases {
+            assert_eq!(plan_message(&t, &tasks, Lang::Zh), zh);
+            assert_eq!(plan_message(&t, &tasks, Lang::En), en);
+        }
     }
 
     #[test]

@@ -13,8 +13,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::plan::{self, coerce, topo_order, Candidate, KeySources, TaskPlan};
-use super::Lang;
 use crate::registry::Registry;
+use crate::text::Lang;
 
 /// A model's plan (the JSON asked for by `prompts/plan.md`).
 #[derive(Debug, Clone, Deserialize)]
@@ -125,7 +125,7 @@ pub fn build_from_proposal(
         return Err(problems);
     }
     let reasoning = if proposal.reasoning.is_empty() { "llm planner".to_string() } else { proposal.reasoning.clone() };
-    let (plan, mut from_build) = plan::build(candidates, src, plan_id, lang, reasoning);
+    let (plan, mut from_build) = plan::build(registry.texts(), candidates, src, plan_id, lang, reasoning);
     from_build.extend(found);
     Ok((plan, from_build))
 }

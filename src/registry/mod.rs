@@ -21,6 +21,7 @@ use crate::config::{
     Protocol, SemanticKeySpec, SupervisorSettings,
 };
 use crate::matching::{Extractor, TermMatcher};
+use crate::text::Texts;
 
 /// One semantic key of a capability card, compiled.
 #[derive(Debug)]
@@ -111,6 +112,8 @@ pub struct Registry {
     pub prompts: Arc<Prompts>,
     /// The widget map as served.
     pub widgets: Arc<Map<String, Value>>,
+    /// The texts users read (shipped catalog + `texts_dir` overrides of this config).
+    texts: Arc<Texts>,
     /// Every file read: what hot reload watches.
     pub sources: Vec<std::path::PathBuf>,
     agents: Vec<Arc<Agent>>,
@@ -186,10 +189,16 @@ impl Registry {
             planner: loaded.file.planner,
             prompts: Arc::new(loaded.prompts),
             widgets: Arc::new(loaded.widgets),
+            texts: loaded.texts,
             sources: loaded.sources,
             agents,
             index,
         })
+    }
+
+    /// The texts users read, as configured for this snapshot: one turn keeps one catalog.
+    pub fn texts(&self) -> &Texts {
+        &self.texts
     }
 
     /// Every agent, enabled or not, in config order.

@@ -1,5 +1,6 @@
 //! The user-facing texts of a turn: the template summary of a plan's results and the direct
-//! answers of simple intents (docs/events.md, docs/conversation.md).
+//! answers of simple intents (docs/events.md, docs/conversation.md), composed from the
+//! messages of the registry's text catalog ([`crate::text`]).
 //!
 //! The summary says what was done (the agents' own `message`s), what failed and why, and what is
 //! still needed with an example of how to give it. It never shows agent ids or intent labels:
@@ -7,12 +8,14 @@
 
 use serde_json::Value;
 
-use crate::planner::{EscalationReason, Lang, SimpleIntent, SubTask, TaskPlan, TaskStatus};
+use crate::planner::{EscalationReason, SimpleIntent, SubTask, TaskPlan, TaskStatus};
 use crate::registry::Registry;
+use crate::text::{FluentValue, Lang, Texts};
 
 /// The template summary of an executed plan.
 pub fn summary(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String {
-    let zh = lang == Lang::Zh;
+    let texts = registry.texts();
+    let text = |id: &str, args: &[(&str, FluentValue<'_>)]| texts.get(lang, id, args);
     let mut out: Vec<String> = Vec::new();
 
     let done: Vec<String> = plan
@@ -20,12 +23,12 @@ pub fn summary(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String {
         .iter()
         .filter(|t| t.status == TaskStatus::Done)
         .map(|t| match t.message.as_deref().map(str::trim) {
-            Some(m) if !m.is_empty() => format!("- {m}"),
-            _ => format!("- {}", t.description),
+            Some(m) if !m.is_empty() => text("list-item", &[("text", m.into())]),
+            _ => text("list-item", &[("text", t.description.as_str().into())]),
         })
         .collect();
     if !done.is_empty() {
-        out.push(if zh { "已为您完成：".into() } else { "Done:".into() });
+        out.push(text("summary-done-header", &[]));
         out.extend(done);
     }
 
@@ -34,16 +37,12 @@ pub fn summary(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String {
         .iter()
         .filter(|t| matches!(t.status, TaskStatus::Failed | TaskStatus::Skipped))
         .map(|t| {
-            let reason = t.reason.as_deref().unwrap_or(if zh { "未知原因" } else { "unknown reason" });
-            if zh {
-                format!("- {}：{reason}", t.description)
-            } else {
-                format!("- {}: {reason}", t.description)
-            }
+            let reason = t.reason.clone().unwrap_or_else(|| text("summary-unknown-reason", &[]));
+            text("summary-failed-item", &[("task", t.description.as_str().into()), ("reason", reason.into())])
         })
         .collect();
     if !failed.is_empty() {
-        out.push(if zh { "未能完成：".into() } else { "Could not be done:".into() });
+        out.push(text("summary-failed-header", &[]));
         out.extend(failed);
     }
 
@@ -51,23 +50,20 @@ pub fn summary(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String {
     // Questions asked by A2A agents themselves.
     for t in plan.sub_tasks.iter().filter(|t| t.status == TaskStatus::Blocked) {
         if let Some(remote) = &t.remote {
-            needed.push(format!("- {}", remote.question));
+            needed.push(text("list-item", &[("text", remote.question.as_str().into())]));
         }
     }
     if !needed.is_empty() {
-        out.push(if zh { "还需要您提供：".into() } else { "Still needed from you:".into() });
+        out.push(text("summary-needed-header", &[]));
         out.extend(needed);
         if !examples.is_empty() {
-            out.push(if zh {
-                format!("您可以直接回复，例如：“{}”，或在表单中填写。", examples.join("，"))
-            } else {
-                format!("Just reply, for example: \"{}\", or fill in the form.", examples.join(", "))
-            });
+            let examples = examples.join(&text("summary-example-separator", &[]));
+            out.push(text("summary-needed-hint", &[("examples", examples.into())]));
         }
     }
 
     if out.is_empty() {
-        out.push(if zh { "没有需要执行的任务。".into() } else { "There was nothing to do.".into() });
+        out.push(text("summary-nothing", &[]));
     }
     out.join("\n")
 }
@@ -90,32 +86,22 @@ fn still_needed(registry: &Registry, plan: &TaskPlan, lang: Lang) -> (Vec<String
                 .map(example_text);
             let invalid = info.kind == crate::planner::MissKind::Invalid;
             let purpose = task.filter(|_| several).map(|t| t.description.as_str());
-            let line = match (lang, &example, invalid) {
-                (Lang::Zh, Some(ex), false) => match purpose {
-                    Some(p) => format!("- {description}（用于{p}，例如：{ex}）"),
-                    None => format!("- {description}（例如：{ex}）"),
-                },
-                (Lang::Zh, None, false) => match purpose {
-                    Some(p) => format!("- {description}（用于{p}）"),
-                    None => format!("- {description}"),
-                },
-                (Lang::Zh, Some(ex), true) => format!("- {description}：您提供的值无法使用，请重新提供（例如：{ex}）"),
-                (Lang::Zh, None, true) => format!("- {description}：您提供的值无法使用，请重新提供"),
-                (Lang::En, Some(ex), false) => match purpose {
-                    Some(p) => format!("- {description} (for: {p}; e.g. {ex})"),
-                    None => format!("- {description} (e.g. {ex})"),
-                },
-                (Lang::En, None, false) => match purpose {
-                    Some(p) => format!("- {description} (for: {p})"),
-                    None => format!("- {description}"),
-                },
-                (Lang::En, Some(ex), true) => {
-                    format!("- {description}: the value given cannot be used, please give it again (e.g. {ex})")
-                }
-                (Lang::En, None, true) => {
-                    format!("- {description}: the value given cannot be used, please give it again")
-                }
+            let id = match (invalid, &example, purpose) {
+                (true, Some(_), _) => "ask-key-invalid-example",
+                (true, None, _) => "ask-key-invalid",
+                (false, Some(_), Some(_)) => "ask-key-for-example",
+                (false, Some(_), None) => "ask-key-example",
+                (false, None, Some(_)) => "ask-key-for",
+                (false, None, None) => "ask-key",
             };
+            let mut args: Vec<(&str, FluentValue<'_>)> = vec![("key", description.as_str().into())];
+            if let Some(ex) = &example {
+                args.push(("example", ex.as_str().into()));
+            }
+            if let Some(p) = purpose.filter(|_| !invalid) {
+                args.push(("task", p.into()));
+            }
+            let line = registry.texts().get(lang, id, &args);
             if !lines.contains(&line) {
                 lines.push(line);
             }
@@ -139,78 +125,49 @@ fn example_text(v: &Value) -> String {
 /// The `blocked` event's text: which details are needed, with examples.
 pub fn blocked_text(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String {
     let (lines, _) = still_needed(registry, plan, lang);
-    let head = match lang {
-        Lang::Zh => "为了继续，还需要您提供：",
-        Lang::En => "To go on, I need:",
-    };
-    format!("{head}\n{}", lines.join("\n"))
+    registry.texts().get(lang, "blocked-ask", &[("keys", lines.join("\n").into())])
 }
 
 /// What the assistant can do, one line per enabled capability card's description.
-fn capabilities(registry: &Registry) -> String {
-    registry.enabled().map(|a| format!("- {}", a.task_description())).collect::<Vec<_>>().join("\n")
+fn capabilities(registry: &Registry, lang: Lang) -> String {
+    registry
+        .enabled()
+        .map(|a| registry.texts().get(lang, "list-item", &[("text", a.task_description().into())]))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The direct answer to a simple intent.
 pub fn direct_answer(registry: &Registry, intent: SimpleIntent, lang: Lang) -> String {
-    let caps = capabilities(registry);
-    match (intent, lang) {
-        (SimpleIntent::Greeting, Lang::Zh) => {
-            format!("您好！我是您的智能助理，可以帮您：\n{caps}\n请问有什么可以帮您？")
-        }
-        (SimpleIntent::Greeting, Lang::En) => {
-            format!("Hello! I'm your assistant. I can help you with:\n{caps}\nWhat can I do for you?")
-        }
-        (SimpleIntent::Thanks, Lang::Zh) => "不客气！还有其他需要帮忙的吗？".into(),
-        (SimpleIntent::Thanks, Lang::En) => "You're welcome! Anything else I can help with?".into(),
-        (SimpleIntent::Capabilities, Lang::Zh) => format!("我可以帮您：\n{caps}"),
-        (SimpleIntent::Capabilities, Lang::En) => format!("I can help you with:\n{caps}"),
-        (SimpleIntent::ChitChat, Lang::Zh) => format!("我是您的智能助理，更擅长帮您办事。比如：\n{caps}"),
-        (SimpleIntent::ChitChat, Lang::En) => {
-            format!("I'm your assistant, best at getting things done. For example:\n{caps}")
-        }
-        (_, Lang::Zh) => format!("抱歉，这个问题超出了我能处理的范围。我可以帮您：\n{caps}"),
-        (_, Lang::En) => format!("Sorry, that is outside what I can handle. I can help you with:\n{caps}"),
-    }
+    let id = match intent {
+        SimpleIntent::Greeting => "direct-greeting",
+        SimpleIntent::Thanks => "direct-thanks",
+        SimpleIntent::Capabilities => "direct-capabilities",
+        SimpleIntent::ChitChat => "direct-chitchat",
+        SimpleIntent::HumanRequested | SimpleIntent::Sensitive | SimpleIntent::OutOfScope => "direct-out-of-scope",
+    };
+    registry.texts().get(lang, id, &[("capabilities", capabilities(registry, lang).into())])
 }
 
 /// The text of an `escalated` event.
-pub fn escalation_text(reason: EscalationReason, lang: Lang) -> String {
-    let (zh, en) = match reason {
-        EscalationReason::UserRequested => {
-            ("好的，正在为您转接人工客服，请稍候。", "Sure, I'm handing you over to a human agent. Please hold on.")
-        }
-        EscalationReason::Sensitive => (
-            "这个问题需要人工客服来处理，正在为您转接，请稍候。",
-            "A human agent will take this from here. Please hold on.",
-        ),
-        EscalationReason::RepeatedFailures => (
-            "抱歉，连续几次都没能帮您办成，正在为您转接人工客服，请稍候。",
-            "Sorry, I could not get this done several times in a row. I'm handing you over to a human agent.",
-        ),
-        EscalationReason::ClarificationRoundsExhausted => (
-            "看起来我们没能确认所需的信息，正在为您转接人工客服，请稍候。",
-            "It seems we could not settle the details I need. I'm handing you over to a human agent.",
-        ),
+pub fn escalation_text(texts: &Texts, reason: EscalationReason, lang: Lang) -> String {
+    let id = match reason {
+        EscalationReason::UserRequested => "escalation-user-requested",
+        EscalationReason::Sensitive => "escalation-sensitive",
+        EscalationReason::RepeatedFailures => "escalation-repeated-failures",
+        EscalationReason::ClarificationRoundsExhausted => "escalation-clarification-exhausted",
     };
-    match lang {
-        Lang::Zh => zh.to_string(),
-        Lang::En => en.to_string(),
-    }
+    texts.get(lang, id, &[])
 }
 
 /// The answer to cancel words: what was dropped, or that nothing was pending.
-pub fn cancel_text(dropped: Option<&[SubTask]>, lang: Lang) -> String {
-    match (dropped.filter(|d| !d.is_empty()), lang) {
-        (Some(tasks), Lang::Zh) => {
+pub fn cancel_text(texts: &Texts, dropped: Option<&[SubTask]>, lang: Lang) -> String {
+    match dropped.filter(|d| !d.is_empty()) {
+        Some(tasks) => {
             let what: Vec<&str> = tasks.iter().map(|t| t.description.as_str()).collect();
-            format!("好的，已取消：{}。还有什么可以帮您？", what.join("；"))
+            let what = what.join(&texts.get(lang, "list-separator", &[]));
+            texts.get(lang, "cancel-done", &[("tasks", what.into())])
         }
-        (Some(tasks), Lang::En) => {
-            let what: Vec<&str> = tasks.iter().map(|t| t.description.as_str()).collect();
-            format!("OK, cancelled: {}. Anything else I can help with?", what.join("; "))
-        }
-        (None, Lang::Zh) => "好的。还有什么可以帮您？".to_string(),
-        (None, Lang::En) => "OK. Anything else I can help with?".to_string(),
+        None => texts.get(lang, "cancel-nothing", &[]),
     }
 }

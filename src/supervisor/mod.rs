@@ -72,13 +72,6 @@ pub struct TurnStream {
     pub events: mpsc::UnboundedReceiver<StageEvent>,
 }
 
-fn pick(lang: Lang, zh: &str, en: &str) -> String {
-    match lang {
-        Lang::Zh => zh.to_string(),
-        Lang::En => en.to_string(),
-    }
-}
-
 impl Supervisor {
     /// A supervisor over `registry` and `sessions`.
     pub fn new(registry: Arc<RegistryHandle>, sessions: Arc<SessionStore>) -> Self {
@@ -104,6 +97,7 @@ impl Supervisor {
         let session_id = session_id(&req.user_id, &thread_id);
         let (sink, events) = EventSink::new(&session_id, &thread_id);
         let this = self.clone();
+        let this_texts = self.registry.load();
         let tid = thread_id.clone();
         self.turns.spawn(async move {
             let lang = Lang::detect(&req.query);
@@ -122,11 +116,7 @@ impl Supervisor {
                 tracing::error!(error = %e, "turn task failed");
             }
             if !sink.is_done() {
-                let text = pick(
-                    lang,
-                    "抱歉，处理您的请求时出现了问题，请稍后再试。",
-                    "Sorry, something went wrong while handling your request. Please try again.",
-                );
+                let text = this_texts.texts().get(lang, "error-turn-failed", &[]);
                 sink.emit(StageEvent::new(Stage::Error, text));
             }
             crate::metrics::request(sink.done_stage().map_or("error", Stage::as_str));
@@ -144,11 +134,7 @@ impl Supervisor {
             Ok(g) => g,
             Err(e) => {
                 tracing::error!(error = %e, thread = %thread_id, "session store failed");
-                let text = pick(
-                    lang,
-                    "抱歉，会话服务暂时不可用，请稍后再试。",
-                    "Sorry, conversations are unavailable right now. Please try again later.",
-                );
+                let text = registry.texts().get(lang, "error-session-store", &[]);
                 sink.emit(
                     StageEvent::new(Stage::Error, text)
                         .state("error", json!({ "code": "session_store", "message": e.to_string() })),

@@ -24,7 +24,7 @@ impl Supervisor {
         session: &mut Session,
     ) -> (String, &'static str) {
         let (registry, req, lang, sink) = (t.registry, t.req, t.lang, t.sink);
-        sink.emit(StageEvent::new(Stage::PlanStarted, t.pick("正在规划任务…", "Planning…")));
+        sink.emit(StageEvent::new(Stage::PlanStarted, t.text("stage-plan-started")));
         sink.emit(StageEvent::new(Stage::PlanDone, plan.user_friendly_message.clone()).plan(plan));
         for info in &plan.semantic_info {
             for key in &info.keys {
@@ -53,7 +53,7 @@ impl Supervisor {
         crate::metrics::stage("execute", started.elapsed());
         let started = std::time::Instant::now();
         remember_outputs(registry, plan, session);
-        sink.emit(StageEvent::new(Stage::SummarizeStarted, t.pick("正在整理结果…", "Summarizing…")).agent("summarize"));
+        sink.emit(StageEvent::new(Stage::SummarizeStarted, t.text("stage-summarize-started")).agent("summarize"));
         if let Some(llm) = &self.llm {
             let on_token = |token: &str| sink.emit(StageEvent::new(Stage::AnswerDelta, token).agent("summarize"));
             let query = plan

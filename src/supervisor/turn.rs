@@ -41,15 +41,16 @@ impl<'a> TurnCtx<'a> {
         Self { registry, req, thread_id, lang, sink, now, policy }
     }
 
-    pub(super) fn pick(&self, zh: &str, en: &str) -> String {
-        super::pick(self.lang, zh, en)
+    /// The catalog message `id` in the turn's language.
+    pub(super) fn text(&self, id: &str) -> String {
+        self.registry.texts().get(self.lang, id, &[])
     }
 }
 
 impl Supervisor {
     /// Runs the turn on a locked session and returns the text of its `done` event.
     pub(super) async fn respond(&self, t: &TurnCtx<'_>, session: &mut Session) -> String {
-        t.sink.emit(StageEvent::new(Stage::IntentStarted, t.pick("正在理解您的需求…", "Understanding your request…")));
+        t.sink.emit(StageEvent::new(Stage::IntentStarted, t.text("stage-intent-started")));
         let (conversation, expired) = std::mem::take(&mut session.conversation).expire(t.now);
         session.conversation = conversation;
         if let Some(p) = &expired {
@@ -64,16 +65,12 @@ impl Supervisor {
             self.decide_turn(t, session).await
         };
         self.emit_intent_done(t, &turn, &meta, expired.is_some());
-        let note = expired.is_some().then(|| {
-            t.pick(
-                "（您之前的请求等待补充信息超时，已自动取消。）\n",
-                "(Your earlier request timed out waiting for details and was dropped.)\n",
-            )
-        });
-        let with_note = |text: String| note.as_ref().map_or_else(|| text.clone(), |n| format!("{n}{text}"));
+        let expired = expired.is_some();
+        let with_note = |text: String| if expired { expired_note(t, text) } else { text };
         match turn.decision {
             Decision::Escalate(reason) => {
-                let summary = t.pick(&format!("用户请求：{}", t.req.query), &format!("User request: {}", t.req.query));
+                let summary =
+                    t.registry.texts().get(t.lang, "escalation-summary", &[("query", t.req.query.as_str().into())]);
                 let pending = session.conversation.pending().map(|p| p.tasks.clone());
                 self.escalate(t, session, reason, summary, pending.as_deref())
             }
@@ -89,12 +86,12 @@ impl Supervisor {
                 if let Some(tasks) = &tasks {
                     self.cancel_remote(t.registry, tasks);
                 }
-                let text = with_note(summarize::cancel_text(tasks.as_deref(), t.lang));
+                let text = with_note(summarize::cancel_text(t.registry.texts(), tasks.as_deref(), t.lang));
                 t.sink.emit(StageEvent::new(Stage::Answer, text.clone()).state("cancelled", tasks));
                 text
             }
             Decision::Plan { plan, found, mode } => {
-                self.planned(t, session, Planned { plan, found, mode }, note.as_deref()).await
+                self.planned(t, session, Planned { plan, found, mode }, expired).await
             }
         }
     }
@@ -131,18 +128,12 @@ impl Supervisor {
             _ => None,
         };
         let text = match (&turn.decision, mode) {
-            (_, Some(PlanMode::Rerouted)) => t.pick(
-                "好的，先放下之前未完成的请求，为您处理新的需求。",
-                "OK, leaving the earlier request aside for your new one.",
-            ),
-            (_, Some(PlanMode::Resumed)) => {
-                t.pick("收到，继续处理您之前的请求。", "Got it, continuing your earlier request.")
+            (_, Some(PlanMode::Rerouted)) => t.text("stage-intent-rerouted"),
+            (_, Some(PlanMode::Resumed)) => t.text("stage-intent-resumed"),
+            (Decision::Plan { plan, .. }, _) => {
+                t.registry.texts().get(t.lang, "stage-intent-found", &[("count", plan.total_tasks.into())])
             }
-            (Decision::Plan { plan, .. }, _) => match t.lang {
-                Lang::Zh => format!("识别到 {} 项需求。", plan.total_tasks),
-                Lang::En => format!("Found {} request(s).", plan.total_tasks),
-            },
-            _ => t.pick("已理解您的需求。", "Understood."),
+            _ => t.text("stage-intent-understood"),
         };
         t.sink.emit(
             StageEvent::new(Stage::IntentDone, text)
@@ -158,7 +149,7 @@ impl Supervisor {
 
     /// A plan: re-route, count the ask round, run it, then record the new state and the failure
     /// count; escalates when rounds or failures are exhausted.
-    async fn planned(&self, t: &TurnCtx<'_>, session: &mut Session, p: Planned, note: Option<&str>) -> String {
+    async fn planned(&self, t: &TurnCtx<'_>, session: &mut Session, p: Planned, expired: bool) -> String {
         let Planned { mut plan, found, mode } = p;
         let mut conv = std::mem::take(&mut session.conversation);
         if mode == PlanMode::Rerouted {
@@ -192,7 +183,7 @@ impl Supervisor {
         let (conv, escalate) =
             conv.planned(outcome, round, t.now, &t.policy).record_dispatch(dispatched, succeeded, &t.policy);
         session.conversation = conv;
-        let text = note.map_or_else(|| text.clone(), |n| format!("{n}{text}"));
+        let text = if expired { expired_note(t, text) } else { text };
         if escalate {
             let pending = session.conversation.pending().map(|p| p.tasks.clone());
             return self.escalate(t, session, EscalationReason::RepeatedFailures, text, pending.as_deref());
@@ -218,7 +209,7 @@ impl Supervisor {
         pending: Option<&[SubTask]>,
     ) -> String {
         session.conversation = std::mem::take(&mut session.conversation).escalated(reason, t.now);
-        let text = summarize::escalation_text(reason, t.lang);
+        let text = summarize::escalation_text(t.registry.texts(), reason, t.lang);
         let card = EscalationCard {
             reason,
             summary,
@@ -255,4 +246,9 @@ fn plan_outcome(plan: &TaskPlan, mode: PlanMode, query: &str) -> PlanOutcome {
             .unwrap_or(query)
             .to_string(),
     }
+}
+
+/// `text` after the note that the earlier clarification expired.
+fn expired_note(t: &TurnCtx<'_>, text: String) -> String {
+    t.registry.texts().get(t.lang, "answer-expired-note", &[("answer", text.into())])
 }

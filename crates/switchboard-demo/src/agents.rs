@@ -44,15 +44,9 @@ impl Lang {
     }
 }
 
-/// Han ideographs (with extensions and compatibility forms), kana and hangul.
+/// A CJK ideograph (the sample agents answer in Chinese when the request has one).
 fn is_cjk(c: char) -> bool {
-    matches!(c,
-        '\u{3040}'..='\u{30ff}'
-        | '\u{3400}'..='\u{4dbf}'
-        | '\u{4e00}'..='\u{9fff}'
-        | '\u{ac00}'..='\u{d7af}'
-        | '\u{f900}'..='\u{faff}'
-        | '\u{20000}'..='\u{2fa1f}')
+    matches!(c, '\u{3400}'..='\u{4dbf}' | '\u{4e00}'..='\u{9fff}' | '\u{f900}'..='\u{faff}' | '\u{20000}'..='\u{3134f}')
 }
 
 /// A successful reply.

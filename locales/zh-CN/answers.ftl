@@ -1,0 +1,69 @@
+# Answers: the text of the final event (summary, questions, direct answers, cancel, escalation).
+# Simplified Chinese (zh-CN).
+
+## The template summary of an executed plan
+
+summary-done-header = 已为您完成：
+summary-failed-header = 未能完成：
+# $task: the sub-task; $reason: one of the dispatch-* texts.
+summary-failed-item = - { $task }：{ $reason }
+summary-unknown-reason = 未知原因
+summary-needed-header = 还需要您提供：
+# $examples: the example values, joined with summary-example-separator.
+summary-needed-hint = 您可以直接回复，例如：“{ $examples }”，或在表单中填写。
+summary-example-separator = ，
+summary-nothing = 没有需要执行的任务。
+# One bullet: a finished sub-task's message, an agent's own question, a capability.
+list-item = - { $text }
+
+## Asking for missing details (the blocked event and the summary)
+
+# $keys: the ask-key-* lines, one per line.
+blocked-ask =
+    为了继续，还需要您提供：
+    { $keys }
+# $key: the key's description; $example: its example value; $task: the sub-task it is for
+# (named only when several sub-tasks are asking).
+ask-key = - { $key }
+ask-key-example = - { $key }（例如：{ $example }）
+ask-key-for = - { $key }（用于{ $task }）
+ask-key-for-example = - { $key }（用于{ $task }，例如：{ $example }）
+ask-key-invalid = - { $key }：您提供的值无法使用，请重新提供
+ask-key-invalid-example = - { $key }：您提供的值无法使用，请重新提供（例如：{ $example }）
+# An answer given after the pending clarification expired. $answer: the answer itself.
+answer-expired-note =
+    （您之前的请求等待补充信息超时，已自动取消。）
+    { $answer }
+
+## Direct answers to simple intents
+
+# $capabilities: one list-item per enabled capability card.
+direct-greeting =
+    您好！我是您的智能助理，可以帮您：
+    { $capabilities }
+    请问有什么可以帮您？
+direct-thanks = 不客气！还有其他需要帮忙的吗？
+direct-capabilities =
+    我可以帮您：
+    { $capabilities }
+direct-chitchat =
+    我是您的智能助理，更擅长帮您办事。比如：
+    { $capabilities }
+direct-out-of-scope =
+    抱歉，这个问题超出了我能处理的范围。我可以帮您：
+    { $capabilities }
+
+## Cancel words
+
+# $tasks: the dropped sub-tasks, joined with list-separator.
+cancel-done = 好的，已取消：{ $tasks }。还有什么可以帮您？
+cancel-nothing = 好的。还有什么可以帮您？
+
+## Handing over to a human (escalated)
+
+escalation-user-requested = 好的，正在为您转接人工客服，请稍候。
+escalation-sensitive = 这个问题需要人工客服来处理，正在为您转接，请稍候。
+escalation-repeated-failures = 抱歉，连续几次都没能帮您办成，正在为您转接人工客服，请稍候。
+escalation-clarification-exhausted = 看起来我们没能确认所需的信息，正在为您转接人工客服，请稍候。
+# The escalation card's summary for the human agent. $query: what the user wrote.
+escalation-summary = 用户请求：{ $query }

@@ -1,0 +1,32 @@
+# Failures told to the user: why a sub-task failed, and turns that end in an error.
+# Simplified Chinese (zh-CN).
+
+## Why a sub-task failed: one message per DispatchError::code() (dispatch-<code>)
+
+-dispatch-unusable = 服务返回了无法使用的结果
+dispatch-connect = 服务暂时无法连接
+dispatch-disconnected = 与服务的连接中断
+dispatch-timeout = 服务响应超时
+dispatch-status = { -dispatch-unusable }
+dispatch-protocol = { -dispatch-unusable }
+dispatch-too-large = { -dispatch-unusable }
+dispatch-output-rejected = { -dispatch-unusable }
+dispatch-agent-error = 服务处理失败
+dispatch-invalid-inputs = 提供的信息格式不正确
+dispatch-circuit-open = 服务暂时不可用，请稍后再试
+dispatch-deadline = 处理超时
+dispatch-input-required = 还需要您补充信息
+# Not run because a sub-task it depends on failed.
+dispatch-skipped = 前置步骤未完成，未执行
+
+## Turns that end in an error event
+
+error-turn-failed = 抱歉，处理您的请求时出现了问题，请稍后再试。
+error-session-store = 抱歉，会话服务暂时不可用，请稍后再试。
+# The stream is cut by a shutdown; the turn goes on and is saved.
+error-shutting-down = 服务正在重启，本次请求的结果会保存在会话中，请稍后查看或重试。
+
+## Switchboard as an A2A agent
+
+# The description of the supervisor's own Agent Card (served in English).
+a2a-card-description = 一个在各子智能体之间规划请求、并询问缺失信息的主管服务。

@@ -1,0 +1,99 @@
+//! The texts users read, and the language they are written in.
+//!
+//! Every sentence Switchboard shows a user lives in a [Fluent](https://projectfluent.org/)
+//! catalog: `locales/<locale>/*.ftl` in the repository, embedded in the binary at build time.
+//! An operator can override single messages, per locale, with `supervisor.texts_dir` in the config
+//! ([`Texts::with_overrides`]); the registry snapshot holds the compiled [`Texts`], so one turn
+//! reads one consistent catalog and an edit hot-reloads with the config.
+//!
+//! The language of a turn is the script of its query ([`Lang::detect`]): Chinese when it holds a
+//! CJK ideograph ([`is_cjk`]), English otherwise.
+//!
+//! **Layering:** this is the lowest module of the crate; it imports no other `crate::` module.
+
+mod catalog;
+
+pub use catalog::{read_overrides, OverrideFile, TextError, Texts};
+pub use fluent_bundle::FluentValue;
+
+use serde::Serialize;
+
+/// The language user-facing text is written in, from the script of the query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Lang {
+    /// Chinese: the query contains CJK characters.
+    Zh,
+    /// English: everything else.
+    En,
+}
+
+impl Lang {
+    /// Every language, in catalog order.
+    pub const ALL: [Lang; 2] = [Lang::Zh, Lang::En];
+
+    /// Chinese when `text` holds any CJK ideograph ([`is_cjk`]), English otherwise.
+    pub fn detect(text: &str) -> Self {
+        if has_cjk(text) {
+            Self::Zh
+        } else {
+            Self::En
+        }
+    }
+
+    /// The locale of its catalog: the directory name under `locales/` and under `texts_dir`.
+    pub fn locale(self) -> &'static str {
+        match self {
+            Self::Zh => "zh-CN",
+            Self::En => "en",
+        }
+    }
+
+    /// The language whose catalog directory is `locale`, if any.
+    pub fn from_locale(locale: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|l| l.locale() == locale)
+    }
+
+    fn index(self) -> usize {
+        match self {
+            Self::Zh => 0,
+            Self::En => 1,
+        }
+    }
+}
+
+/// A CJK ideograph: the unified ideographs with extension A, the compatibility ideographs, and
+/// the supplementary ideographic planes (extensions B and later). The one test of "Chinese text"
+/// in the crate.
+pub fn is_cjk(c: char) -> bool {
+    matches!(c,
+        '\u{3400}'..='\u{4dbf}'
+        | '\u{4e00}'..='\u{9fff}'
+        | '\u{f900}'..='\u{faff}'
+        | '\u{20000}'..='\u{2fa1f}')
+}
+
+/// `true` when `text` holds any CJK ideograph.
+pub fn has_cjk(text: &str) -> bool {
+    text.chars().any(is_cjk)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detects_the_language_by_script() {
+        assert_eq!(Lang::detect("hello 北京"), Lang::Zh);
+        assert_eq!(Lang::detect("hello"), Lang::En);
+        assert_eq!(Lang::detect("㐀"), Lang::Zh, "extension A");
+        assert_eq!(Lang::detect("𠀀"), Lang::Zh, "extension B");
+        assert_eq!(Lang::detect("，。"), Lang::En, "punctuation alone is no script");
+        assert_eq!(Lang::from_locale("zh-CN"), Some(Lang::Zh));
+        assert_eq!(Lang::from_locale("zh_CN"), None);
+        for lang in Lang::ALL {
+            assert_eq!(Lang::from_locale(lang.locale()), Some(lang));
+            assert_eq!(Lang::ALL[lang.index()], lang);
+        }
+    }
+}
