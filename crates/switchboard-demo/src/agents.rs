@@ -45,7 +45,7 @@ impl Lang {
 }
 
 /// A CJK ideograph (the sample agents answer in Chinese when the request has one).
-fn is_cjk(c: char) -> bool {
+pub(crate) fn is_cjk(c: char) -> bool {
     matches!(c, '\u{3400}'..='\u{4dbf}' | '\u{4e00}'..='\u{9fff}' | '\u{f900}'..='\u{faff}' | '\u{20000}'..='\u{3134f}')
 }
 
