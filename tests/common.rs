@@ -14,18 +14,18 @@ use switchboard_demo::{spawn_sample_agent, SampleAgentHandle, SampleAgentKind, S
 use tokio::net::TcpListener;
 
 /// The repository root.
-pub fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The repository's `agents_config.yaml` as a JSON value.
-pub fn repo_config() -> Value {
+pub(crate) fn repo_config() -> Value {
     let text = std::fs::read_to_string(repo().join("agents_config.yaml")).unwrap();
     serde_yaml_ng::from_str(&text).unwrap()
 }
 
 /// Copies `widgets_map.json` and `schemas/` into `dir`.
-pub fn copy_support_files(dir: &Path) {
+pub(crate) fn copy_support_files(dir: &Path) {
     std::fs::copy(repo().join("widgets_map.json"), dir.join("widgets_map.json")).unwrap();
     let agents = dir.join("schemas/agents");
     std::fs::create_dir_all(&agents).unwrap();
@@ -36,14 +36,14 @@ pub fn copy_support_files(dir: &Path) {
 }
 
 /// Writes `config` as YAML atomically (temp file + rename, as editors do).
-pub fn write_config(path: &Path, config: &Value) {
+pub(crate) fn write_config(path: &Path, config: &Value) {
     let tmp = path.with_extension("yaml.tmp");
     std::fs::write(&tmp, serde_yaml_ng::to_string(config).unwrap()).unwrap();
     std::fs::rename(&tmp, path).unwrap();
 }
 
 /// A running supervisor plus sample agents.
-pub struct TestApp {
+pub(crate) struct TestApp {
     /// `http://127.0.0.1:<port>`.
     pub base: String,
     /// The config file in the temp dir.
@@ -57,24 +57,27 @@ pub struct TestApp {
     _dir: tempfile::TempDir,
 }
 
+/// An edit of the server options a test applies before start.
+pub(crate) type OptionsEdit = Box<dyn FnOnce(&mut AppOptions) + Send>;
+
 /// Options for [`spawn_app_with`].
 #[derive(Default)]
-pub struct Setup {
+pub(crate) struct Setup {
     /// Per-agent sample options (e.g. delays).
     pub options: HashMap<&'static str, SampleOptions>,
     /// Watch the config.
     pub watch_files: bool,
     /// Last changes to the server options (limits, CORS, ...).
-    pub app_options: Option<Box<dyn FnOnce(&mut AppOptions) + Send>>,
+    pub app_options: Option<OptionsEdit>,
 }
 
 /// The five sample agents and a supervisor on the repo's config (hot reload on).
-pub async fn spawn_app() -> TestApp {
+pub(crate) async fn spawn_app() -> TestApp {
     spawn_app_with(Setup { watch_files: true, ..Default::default() }, |_| {}).await
 }
 
 /// Like [`spawn_app`], with sample options and a last edit of the config before it is written.
-pub async fn spawn_app_with(setup: Setup, edit: impl FnOnce(&mut Value)) -> TestApp {
+pub(crate) async fn spawn_app_with(setup: Setup, edit: impl FnOnce(&mut Value)) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
     copy_support_files(dir.path());
     let mut config = repo_config();
@@ -108,13 +111,13 @@ pub async fn spawn_app_with(setup: Setup, edit: impl FnOnce(&mut Value)) -> Test
 
 impl TestApp {
     /// The calls a sample agent received.
-    pub fn calls(&self, agent_id: &str) -> Vec<switchboard_demo::RecordedCall> {
+    pub(crate) fn calls(&self, agent_id: &str) -> Vec<switchboard_demo::RecordedCall> {
         self.agents[agent_id].log.calls()
     }
 
     /// Posts a chat and returns every SSE event (`data` parsed), checking the framing: `event:`
     /// equals `stage`, `id:` equals `seq`.
-    pub async fn chat(&self, body: Value) -> Vec<Value> {
+    pub(crate) async fn chat(&self, body: Value) -> Vec<Value> {
         let resp = self.client.post(format!("{}/v1/chat", self.base)).json(&body).send().await.unwrap();
         assert_eq!(resp.status(), 200, "chat failed: {:?}", resp.text().await);
         assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
@@ -132,7 +135,7 @@ impl TestApp {
     }
 
     /// `chat` with `query`, `user_id` "u1" and an optional thread.
-    pub async fn ask(&self, query: &str, thread: Option<&str>) -> Vec<Value> {
+    pub(crate) async fn ask(&self, query: &str, thread: Option<&str>) -> Vec<Value> {
         let mut body = json!({ "query": query, "user_id": "u1" });
         if let Some(t) = thread {
             body["thread_id"] = json!(t);
@@ -141,17 +144,17 @@ impl TestApp {
     }
 
     /// GET a JSON endpoint.
-    pub async fn get(&self, path: &str) -> Value {
+    pub(crate) async fn get(&self, path: &str) -> Value {
         self.client.get(format!("{}{path}", self.base)).send().await.unwrap().json().await.unwrap()
     }
 
     /// Rewrites the config file (atomically).
-    pub fn rewrite(&self, config: &Value) {
+    pub(crate) fn rewrite(&self, config: &Value) {
         write_config(&self.config_path, config);
     }
 
     /// Waits (bounded) until `GET /v1/config` satisfies `pred`; returns the last status.
-    pub async fn wait_config(&self, pred: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) async fn wait_config(&self, pred: impl Fn(&Value) -> bool) -> Value {
         for _ in 0..200 {
             let status = self.get("/v1/config").await;
             if pred(&status) {
@@ -164,12 +167,12 @@ impl TestApp {
 }
 
 /// The capability card `id` in a config value.
-pub fn agent_mut<'a>(cfg: &'a mut Value, id: &str) -> &'a mut Value {
+pub(crate) fn agent_mut<'a>(cfg: &'a mut Value, id: &str) -> &'a mut Value {
     cfg["agents"].as_array_mut().unwrap().iter_mut().find(|a| a["id"] == id).unwrap()
 }
 
 /// Checks the stream invariants and returns the final `done` event.
-pub fn done(events: &[Value]) -> &Value {
+pub(crate) fn done(events: &[Value]) -> &Value {
     let dones: Vec<&Value> = events.iter().filter(|e| e["type"] == "done").collect();
     assert_eq!(dones.len(), 1, "exactly one done event: {events:#?}");
     assert_eq!(events.last().unwrap()["type"], "done", "done is last");
@@ -181,22 +184,22 @@ pub fn done(events: &[Value]) -> &Value {
 }
 
 /// The stages of a stream, in order.
-pub fn stages(events: &[Value]) -> Vec<&str> {
+pub(crate) fn stages(events: &[Value]) -> Vec<&str> {
     events.iter().map(|e| e["stage"].as_str().unwrap()).collect()
 }
 
 /// Events of one stage.
-pub fn of_stage<'a>(events: &'a [Value], stage: &str) -> Vec<&'a Value> {
+pub(crate) fn of_stage<'a>(events: &'a [Value], stage: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["stage"] == stage).collect()
 }
 
 /// The thread id of a stream.
-pub fn thread(events: &[Value]) -> String {
+pub(crate) fn thread(events: &[Value]) -> String {
     events[0]["thread_id"].as_str().unwrap().to_string()
 }
 
 /// No user-facing text names an agent id.
-pub fn assert_no_agent_ids(events: &[Value], ids: &[&str]) {
+pub(crate) fn assert_no_agent_ids(events: &[Value], ids: &[&str]) {
     for e in events {
         let content = e["content"].as_str().unwrap();
         for id in ids {

@@ -164,7 +164,7 @@ fn top_level_modules_form_no_import_cycle() {
         })
         .collect();
     let component = |v: &str| -> Vec<&str> { reach[v].iter().copied().filter(|w| reach[w].contains(v)).collect() };
-    let components: BTreeSet<Vec<&str>> = graph.keys().map(|v| component(*v)).collect();
+    let components: BTreeSet<Vec<&str>> = graph.keys().map(|v| component(v)).collect();
 
     // Layers of the condensation: 0 uses nothing else; n uses something of layer n-1.
     let mut layer: BTreeMap<Vec<&str>, usize> = components.iter().map(|c| (c.clone(), 0)).collect();

@@ -108,7 +108,8 @@ fn ask_rounds_count_only_the_same_question_again() {
     let keys = ["city".to_string(), "check_in_date".to_string()];
     let reversed = [keys[1].clone(), keys[0].clone()];
     let other = ["city".to_string()];
-    let cases: [(&str, Conversation, PlanMode, bool, &[String], Round); 7] = [
+    type Case<'a> = (&'a str, Conversation, PlanMode, bool, &'a [String], Round);
+    let cases: [Case<'_>; 7] = [
         ("fresh plan", Conversation::default(), PlanMode::Fresh, false, &keys, Round::Ask(1)),
         (
             "resume, same keys",

@@ -101,6 +101,8 @@ pub enum PlanMode {
 }
 
 /// What to do with the turn.
+// One per turn, moved once: boxing the plan would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Decision {
     /// Answer without sub-agents.

@@ -199,9 +199,9 @@ pub fn coerce(key: &KeyDef, value: &Value) -> Value {
 }
 
 /// Builds a plan from candidates, its user-facing message from `texts`. Returns the plan and the valid values found this turn (from
-/// slots and text), which the session remembers. The steps, in order: [`fill_keys`] (values
-/// from slots, text and memory), [`link_producers`] (data-flow edges), [`break_cycles`] (edges
-/// that cannot be ordered become missing keys), [`mark_blocked`] (statuses and `semantic_info`).
+/// slots and text), which the session remembers. The steps, in order: `fill_keys` (values
+/// from slots, text and memory), `link_producers` (data-flow edges), `break_cycles` (edges
+/// that cannot be ordered become missing keys), `mark_blocked` (statuses and `semantic_info`).
 pub fn build(
     texts: &Texts,
     candidates: Vec<Candidate>,

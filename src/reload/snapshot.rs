@@ -1,7 +1,7 @@
 //! The one load pipeline, used at start-up and by every reload: read and validate the files off
-//! the async runtime ([`crate::config::load`]), then fill card-registered `a2a` agents from their
+//! the async runtime ([`crate::config::load()`]), then fill card-registered `a2a` agents from their
 //! Agent Cards ([`crate::dispatch::a2a::resolve_cards`]). Compiling the result into a
-//! [`Registry`](crate::registry::Registry) is the registry's job.
+//! [`crate::registry::Registry`] is the registry's job.
 
 use std::path::Path;
 
