@@ -353,3 +353,6 @@ fn supplies_pending(registry: &Registry, pending: &[SubTask], src: KeySources<'_
         })
     })
 }
+
+#[cfg(test)]
+mod tests;

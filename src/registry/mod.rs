@@ -357,3 +357,60 @@ fn diff(old: &Registry, new: &Registry) -> (Vec<String>, Vec<String>, Vec<String
         .collect();
     (added, removed, changed)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use super::*;
+
+    fn demo_path() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("agents_config.yaml")
+    }
+
+    /// The demo config with `edit` applied to its text, loaded as if it were the demo file.
+    fn load_edited(edit: impl Fn(String) -> String) -> Result<LoadedConfig, ConfigErrors> {
+        let path = demo_path();
+        let text = edit(std::fs::read_to_string(&path).unwrap());
+        crate::config::load_from_str(&text, &path, path.parent().unwrap(), &|_| None)
+    }
+
+    #[test]
+    fn a_snapshot_compiles_every_card_and_indexes_it() {
+        let handle = RegistryHandle::open(&demo_path()).unwrap();
+        let reg = handle.load();
+        assert_eq!(reg.version, 1);
+        assert!(!reg.hash.is_empty());
+        for agent in reg.agents() {
+            assert_eq!(reg.get(agent.id()).map(|a| a.id()), Some(agent.id()));
+            assert_eq!(agent.keys.len(), agent.spec.required_semantic_keys.len(), "{}", agent.id());
+        }
+        let hotel = reg.get_enabled("hotel_agent").unwrap();
+        assert!(hotel.keys[0].accepts(&Value::String("北京".into())));
+        assert!(reg.get("no_such_agent").is_none());
+    }
+
+    #[test]
+    fn apply_swaps_valid_changes_keeps_the_last_good_and_reports_the_diff() {
+        let handle = RegistryHandle::open(&demo_path()).unwrap();
+        // The same files: nothing swaps.
+        assert!(matches!(handle.apply(load_edited(|t| t)), ReloadOutcome::Unchanged { version: 1 }));
+
+        // A disabled card is a change: version 2, the card stays registered but not enabled.
+        let disabled = load_edited(|t| t.replacen("enabled: true", "enabled: false", 1));
+        let ReloadOutcome::Swapped { version, added, removed, changed } = handle.apply(disabled) else {
+            panic!("a valid edit swaps")
+        };
+        assert_eq!((version, added.len(), removed.len(), changed.len()), (2, 0, 0, 1));
+        let reg = handle.load();
+        assert!(reg.get(&changed[0]).is_some() && reg.get_enabled(&changed[0]).is_none());
+
+        // An invalid edit is rejected; version 2 keeps serving and the status shows the errors.
+        let broken = load_edited(|t| t.replacen("version: 1", "version: one", 1));
+        assert!(matches!(handle.apply(broken), ReloadOutcome::Rejected { version: 2, .. }));
+        assert_eq!(handle.load().version, 2);
+        let status = handle.status();
+        assert_eq!((status.reloads_ok, status.reloads_failed), (1, 1));
+        assert!(status.last_error.is_some_and(|e| !e.is_empty()));
+    }
+}

@@ -1,0 +1,139 @@
+//! `plan_turn` as a table: (query, slots, pending, previous) -> decision, with today's date
+//! passed in.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use chrono::NaiveDate;
+use serde_json::{json, Map, Value};
+
+use super::*;
+use crate::registry::RegistryHandle;
+
+fn registry() -> Arc<Registry> {
+    RegistryHandle::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join("agents_config.yaml")).unwrap().load()
+}
+
+fn today() -> NaiveDate {
+    NaiveDate::from_ymd_opt(2026, 11, 23).unwrap()
+}
+
+/// A compact name of a decision, for the tables.
+fn kind(d: &Decision) -> String {
+    match d {
+        Decision::Direct(s) => format!("direct:{s:?}"),
+        Decision::Escalate(r) => format!("escalate:{r:?}"),
+        Decision::Cancel => "cancel".into(),
+        Decision::Plan { plan, mode, .. } => {
+            let agents: Vec<&str> = plan.sub_tasks.iter().map(|t| t.assigned_agent.as_str()).collect();
+            format!("{mode:?}:{}", agents.join("+"))
+        }
+    }
+}
+
+struct Ctx {
+    slots: Map<String, Value>,
+    session_slots: Map<String, Value>,
+    pending: Option<Vec<SubTask>>,
+    previous: Option<(Vec<String>, String)>,
+}
+
+fn decide(reg: &Registry, query: &str, ctx: &Ctx) -> TurnPlan {
+    let input = TurnInput {
+        query,
+        slots: &ctx.slots,
+        session_slots: &ctx.session_slots,
+        pending: ctx.pending.as_deref(),
+        pending_plan_id: ctx.pending.as_ref().map(|_| "plan_pending"),
+        previous: ctx.previous.as_ref().map(|(intent, query)| Previous { intent, query }),
+        today: today(),
+        plan_id: "plan_new",
+    };
+    plan_turn(reg, input)
+}
+
+fn idle() -> Ctx {
+    Ctx { slots: Map::new(), session_slots: Map::new(), pending: None, previous: None }
+}
+
+/// A pending hotel booking missing both keys, as the turn "帮我订个酒店" leaves it.
+fn hotel_pending(reg: &Registry) -> Ctx {
+    let first = decide(reg, "帮我订个酒店", &idle());
+    let Decision::Plan { plan, .. } = first.decision else { panic!("a plan") };
+    Ctx { pending: Some(plan.blocked().cloned().collect()), ..idle() }
+}
+
+#[test]
+fn turns_without_pending_work() {
+    let reg = registry();
+    let cases = [
+        ("帮我订个酒店", "Fresh:hotel_agent"),
+        ("帮我查一下航班CA1234，然后安排白云机场接机", "Fresh:flight_agent+pickup_agent"),
+        ("我要转人工", "escalate:UserRequested"),
+        ("你这个傻逼", "escalate:Sensitive"),
+        ("你好", "direct:Greeting"),
+        ("谢谢", "direct:Thanks"),
+        ("你能做什么", "direct:Capabilities"),
+        ("取消", "cancel"),
+        ("量子力学是什么", "direct:OutOfScope"),
+    ];
+    for (query, expected) in cases {
+        assert_eq!(kind(&decide(&reg, query, &idle()).decision), expected, "{query}");
+    }
+}
+
+#[test]
+fn turns_with_a_pending_clarification() {
+    let reg = registry();
+    let cases = [
+        ("北京，2026-12-01", "Resumed:hotel_agent"),
+        ("嗯", "Resumed:hotel_agent"),
+        ("你好", "direct:Greeting"),
+        ("算了", "cancel"),
+        ("查一下北京明天的天气", "Rerouted:weather_agent"),
+        ("我要转人工", "escalate:UserRequested"),
+    ];
+    for (query, expected) in cases {
+        let ctx = hotel_pending(&reg);
+        let turn = decide(&reg, query, &ctx);
+        assert_eq!(kind(&turn.decision), expected, "{query}");
+        if let Decision::Plan { plan, mode: PlanMode::Resumed, .. } = &turn.decision {
+            assert_eq!(plan.plan_id, "plan_pending", "a resume keeps the stored plan id");
+            assert!(turn.intent.resumes_pending);
+        }
+    }
+}
+
+#[test]
+fn a_resume_runs_once_the_values_are_given_by_text_or_form() {
+    let reg = registry();
+    let by_text = decide(&reg, "北京，2026-12-01", &hotel_pending(&reg));
+    let mut form = hotel_pending(&reg);
+    form.slots = json!({ "city": "上海", "check_in_date": "2026-12-02" }).as_object().unwrap().clone();
+    let by_form = decide(&reg, "", &form);
+    for (name, turn, city) in [("text", by_text, "北京"), ("form", by_form, "上海")] {
+        let Decision::Plan { plan, found, .. } = turn.decision else { panic!("{name}: a plan") };
+        assert_eq!(plan.runnable().count(), 1, "{name}: the hotel sub-task runs");
+        assert_eq!(plan.sub_tasks[0].inputs["city"], city, "{name}");
+        assert_eq!(found["city"], city, "{name}: remembered for later turns");
+    }
+}
+
+#[test]
+fn relative_dates_resolve_against_the_date_passed_in() {
+    let reg = registry();
+    let turn = decide(&reg, "帮我订北京的酒店，明天入住", &idle());
+    let Decision::Plan { plan, .. } = turn.decision else { panic!("a plan") };
+    assert_eq!(plan.sub_tasks[0].inputs["check_in_date"], "2026-11-24");
+}
+
+#[test]
+fn new_values_for_the_previous_intent_rerun_it() {
+    let reg = registry();
+    let mut ctx = idle();
+    ctx.session_slots.insert("city".into(), Value::String("北京".into()));
+    ctx.previous = Some((vec!["weather_agent".into()], "北京明天天气怎么样".into()));
+    let turn = decide(&reg, "那上海呢？", &ctx);
+    assert_eq!(kind(&turn.decision), "Elliptical:weather_agent");
+    assert_eq!(turn.intent.rewritten_query, "上海明天天气怎么样");
+}
