@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::plan::{self, coerce, topo_order, Candidate, KeySources, TaskPlan};
-use crate::registry::Registry;
+use crate::registry::{Agent, Registry};
 use crate::text::Lang;
 
 /// A model's plan (the JSON asked for by `prompts/plan.md`).
@@ -55,6 +55,35 @@ pub fn build_from_proposal(
     lang: Lang,
     message: &str,
 ) -> Result<(TaskPlan, Map<String, Value>), Vec<String>> {
+    let (deps, mut problems) = check_graph(proposal);
+    let mut found = Map::new();
+    let mut candidates = Vec::with_capacity(proposal.sub_tasks.len());
+    for (i, t) in proposal.sub_tasks.iter().enumerate() {
+        let Some(agent) = registry.get_enabled(&t.assigned_agent) else {
+            problems.push(format!("{}: {:?} is not an available agent", t.task_id, t.assigned_agent));
+            continue;
+        };
+        let inputs = proposed_inputs(agent, t, src, message, &mut found, &mut problems);
+        candidates.push(Candidate {
+            task_id: None,
+            agent: agent.clone(),
+            inputs,
+            depends_on: deps[i].iter().copied().collect(),
+            remote: None,
+        });
+    }
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let reasoning = if proposal.reasoning.is_empty() { "llm planner".to_string() } else { proposal.reasoning.clone() };
+    let (plan, mut from_build) = plan::build(registry.texts(), candidates, src, plan_id, lang, reasoning);
+    from_build.extend(found);
+    Ok((plan, from_build))
+}
+
+/// The proposal's dependency graph by task index, and its problems: no sub-tasks, duplicate ids,
+/// unknown or self dependencies, cycles.
+fn check_graph(proposal: &ProposedPlan) -> (Vec<BTreeSet<usize>>, Vec<String>) {
     let mut problems = Vec::new();
     if proposal.sub_tasks.is_empty() {
         problems.push("the plan has no sub_tasks".to_string());
@@ -81,51 +110,43 @@ pub fn build_from_proposal(
         let ids: Vec<&str> = stuck.iter().map(|&i| proposal.sub_tasks[i].task_id.as_str()).collect();
         problems.push(format!("the dependencies form a cycle among {}", ids.join(", ")));
     }
+    (deps, problems)
+}
 
-    let mut found = Map::new();
-    let mut candidates = Vec::with_capacity(proposal.sub_tasks.len());
-    for (i, t) in proposal.sub_tasks.iter().enumerate() {
-        let Some(agent) = registry.get_enabled(&t.assigned_agent) else {
-            problems.push(format!("{}: {:?} is not an available agent", t.task_id, t.assigned_agent));
+/// A proposed sub-task's inputs: its message (or the turn's), and each proposed value that fits
+/// the agent's input schema (values of semantic keys are remembered in `found`; a value the
+/// frontend sent in `slots` wins over the model's). Misfits are problems.
+fn proposed_inputs(
+    agent: &Agent,
+    t: &ProposedTask,
+    src: KeySources<'_>,
+    message: &str,
+    found: &mut Map<String, Value>,
+    problems: &mut Vec<String>,
+) -> Map<String, Value> {
+    let props = agent.input_schema.get("properties").and_then(Value::as_object);
+    let mut inputs = Map::new();
+    let msg = t.inputs.get("message").and_then(Value::as_str).filter(|m| !m.trim().is_empty()).unwrap_or(message);
+    inputs.insert("message".into(), Value::String(msg.to_string()));
+    for (name, value) in &t.inputs {
+        if name == "message" || value.is_null() || src.slots.contains_key(name) {
             continue;
-        };
-        let props = agent.input_schema.get("properties").and_then(Value::as_object);
-        let mut inputs = Map::new();
-        let msg = t.inputs.get("message").and_then(Value::as_str).filter(|m| !m.trim().is_empty()).unwrap_or(message);
-        inputs.insert("message".into(), Value::String(msg.to_string()));
-        for (name, value) in &t.inputs {
-            if name == "message" || value.is_null() || src.slots.contains_key(name) {
-                continue;
-            }
-            match agent.keys.iter().find(|k| &k.spec.key == name) {
-                Some(key) => {
-                    let v = coerce(key, value);
-                    if key.accepts(&v) {
-                        found.insert(name.clone(), v.clone());
-                        inputs.insert(name.clone(), v);
-                    } else {
-                        problems.push(format!("{}: inputs.{name} = {value} does not fit the input schema", t.task_id));
-                    }
-                }
-                None if props.is_some_and(|p| p.contains_key(name)) => {
-                    inputs.insert(name.clone(), value.clone());
-                }
-                None => {}
-            }
         }
-        candidates.push(Candidate {
-            task_id: None,
-            agent: agent.clone(),
-            inputs,
-            depends_on: deps[i].iter().copied().collect(),
-            remote: None,
-        });
+        match agent.keys.iter().find(|k| &k.spec.key == name) {
+            Some(key) => {
+                let v = coerce(key, value);
+                if key.accepts(&v) {
+                    found.insert(name.clone(), v.clone());
+                    inputs.insert(name.clone(), v);
+                } else {
+                    problems.push(format!("{}: inputs.{name} = {value} does not fit the input schema", t.task_id));
+                }
+            }
+            None if props.is_some_and(|p| p.contains_key(name)) => {
+                inputs.insert(name.clone(), value.clone());
+            }
+            None => {}
+        }
     }
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    let reasoning = if proposal.reasoning.is_empty() { "llm planner".to_string() } else { proposal.reasoning.clone() };
-    let (plan, mut from_build) = plan::build(registry.texts(), candidates, src, plan_id, lang, reasoning);
-    from_build.extend(found);
-    Ok((plan, from_build))
+    inputs
 }
