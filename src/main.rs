@@ -76,6 +76,14 @@ enum Command {
     },
     /// Print the JSON Schema of agents_config.yaml.
     Schema,
+    /// Show how a query is routed: every card's score with its evidence, and the decision.
+    Explain {
+        /// The user's text.
+        query: String,
+        /// The agents config.
+        #[arg(long, default_value = "agents_config.yaml")]
+        config: PathBuf,
+    },
 }
 
 #[derive(clap::Args)]
@@ -130,6 +138,11 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Validate { path } => Ok(validate(&path)),
         Command::Schema => {
             println!("{}", serde_json::to_string_pretty(&switchboard::config::config_json_schema())?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Explain { query, config } => {
+            let handle = switchboard::registry::RegistryHandle::open(&config).map_err(print_config_errors)?;
+            print!("{}", switchboard::routing::explain(&handle.load(), &query));
             Ok(ExitCode::SUCCESS)
         }
         Command::Agents { config } => {

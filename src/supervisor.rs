@@ -514,6 +514,7 @@ impl Supervisor {
             rewritten_query: rewritten.clone(),
             lang,
             resumes_pending: false,
+            candidates: planner::intent::recognize(registry, input.query).top(planner::intent::CANDIDATES_SHOWN),
         };
         let escalate = match simple {
             Some(SimpleIntent::Sensitive) => Some(EscalationReason::Sensitive),

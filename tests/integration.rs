@@ -12,4 +12,5 @@ mod durability;
 mod faults;
 mod llm;
 mod ops;
+mod recognition;
 mod reload;

@@ -155,6 +155,12 @@ pub struct AgentSpec {
     /// except for an `a2a` agent registered by its card.
     #[serde(default)]
     pub description: String,
+    /// Optional business domain (e.g. `travel`, `insurance`, `it_support`). With many cards
+    /// (more than 30) the recognizer scores domains first, then cards within the best domains;
+    /// capability answers group cards by domain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    pub domain: Option<String>,
     /// `false` = registered but never planned.
     #[serde(default = "yes")]
     pub enabled: bool,

@@ -20,7 +20,7 @@ use crate::config::{
     compile_schema, key_subschema, AgentSpec, ConfigError, ConfigErrors, LoadedConfig, PlannerSettings, Prompts,
     Protocol, SemanticKeySpec, SupervisorSettings,
 };
-use crate::matching::{Extractor, TermMatcher};
+use crate::matching::{Extractor, Recognizer, TermMatcher};
 
 /// One semantic key of a capability card, compiled.
 #[derive(Debug)]
@@ -113,6 +113,8 @@ pub struct Registry {
     pub widgets: Arc<Map<String, Value>>,
     /// Every file read: what hot reload watches.
     pub sources: Vec<std::path::PathBuf>,
+    /// The intent recognizer over the enabled, available cards, compiled for this snapshot.
+    pub recognizer: Recognizer,
     agents: Vec<Arc<Agent>>,
     index: HashMap<String, usize>,
 }
@@ -177,6 +179,9 @@ impl Registry {
             }));
         }
         let index = agents.iter().enumerate().map(|(i, a)| (a.spec.id.clone(), i)).collect();
+        let usable: Vec<&AgentSpec> =
+            agents.iter().filter(|a| a.spec.enabled && a.unavailable.is_none()).map(|a| &a.spec).collect();
+        let recognizer = Recognizer::new(&usable, &loaded.file.lists);
         Ok(Self {
             version,
             hash: loaded.hash,
@@ -187,6 +192,7 @@ impl Registry {
             prompts: Arc::new(loaded.prompts),
             widgets: Arc::new(loaded.widgets),
             sources: loaded.sources,
+            recognizer,
             agents,
             index,
         })
