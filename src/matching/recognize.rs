@@ -47,17 +47,29 @@ pub const UNCERTAIN: f32 = 0.2;
 // Weights (set on the demo config's tuning set; see tests/recognition.rs).
 const W_KEYWORD: f32 = 2.5;
 const W_EXAMPLE: f32 = 1.5;
-const W_ENTITY: f32 = 1.6;
+const W_PATTERN: f32 = 2.0;
+const W_VALUES: f32 = 1.5;
 const W_ENTITY_WEAK: f32 = 0.5;
 const Q_WORD: f32 = 1.0;
 const Q_BIGRAM: f32 = 0.35;
 const Q_CONCEPT: f32 = 0.8;
+const Q_CHAR: f32 = 0.2;
+const CONCEPT_REPEAT: f32 = 0.5;
+/// A one-character Chinese word (订, 车, 住) is ambiguous.
+const Q_SINGLE_CHAR: f32 = 0.6;
+/// A query span already counted for a card (by a word) counts this much again (by its concept
+/// or bigram).
+const OVERLAP: f32 = 0.3;
+/// Subtracted when the clause is about a topic (a lexicon concept) no card covers and this card
+/// shares none of the clause's topics ("订火车票" against a hotel card).
+const OFF_TOPIC: f32 = 0.8;
 const F_NAME: f32 = 1.0;
 const F_KEYWORD: f32 = 1.0;
 const F_EXAMPLE: f32 = 0.8;
 const F_DESCRIPTION: f32 = 0.7;
-/// Raw score at which confidence is 0.5, and the logistic slope.
-const THETA: f32 = 1.8;
+/// Raw score at which confidence is 0.5 (fitted on the demo tuning set: midpoint between the
+/// lowest right card, 1.41, and the highest wrong one, 1.23), and the logistic slope.
+const THETA: f32 = 1.35;
 const SLOPE: f32 = 2.0;
 /// A card found without keyword is selected only within this ratio of the clause's best score.
 const RIVAL: f32 = 0.7;
@@ -238,6 +250,8 @@ pub struct Recognizer {
     /// Normalized example -> cards (exact example match).
     exact_examples: HashMap<String, Vec<u32>>,
     entities: Vec<EntitySource>,
+    /// Concept terms of the lexicon that are actions or facets, not topics (`#booking`).
+    generic: HashSet<String>,
 }
 
 impl std::fmt::Debug for Recognizer {
@@ -439,6 +453,7 @@ impl Recognizer {
             keyword_stems,
             exact_examples,
             entities,
+            generic: super::tokenize::generic_concepts().into_iter().map(|c| format!("#{c}")).collect(),
         }
     }
 
@@ -630,12 +645,22 @@ impl Recognizer {
 
         // Terms: distinct clause terms with their best query weight and first span.
         let mut terms: HashMap<&str, (f32, usize, usize, &Token)> = HashMap::new();
+        let mut concept_hits: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
         for t in tokens.iter().filter(|t| t.start >= clause.start && t.start < clause.end) {
+            if t.kind == TokKind::Concept {
+                let spans = concept_hits.entry(t.term.as_str()).or_default();
+                if !spans.iter().any(|&(s, e)| t.start < e && t.end > s) {
+                    spans.push((t.start, t.end));
+                }
+            }
             let masked = t.kind != TokKind::Concept && masks.iter().any(|&(s, e)| t.start < e && t.end > s);
             if masked {
                 continue;
             }
-            let w = kind_weight(t.kind);
+            let mut w = kind_weight(t.kind);
+            if t.kind == TokKind::Word && t.term.chars().count() == 1 {
+                w *= Q_SINGLE_CHAR;
+            }
             let e = terms.entry(t.term.as_str()).or_insert((w, t.start, t.end, t));
             if w > e.0 {
                 e.0 = w;
@@ -652,6 +677,9 @@ impl Recognizer {
         };
         for (term, &(wq, s, e, tok)) in &terms {
             let Some(idf) = self.idf.get(*term).copied() else { continue };
+            // Several words of the query on one concept ("euros in yuan") weigh more.
+            let hits = concept_hits.get(term).map_or(1, Vec::len);
+            let wq = wq * (1.0 + CONCEPT_REPEAT * (hits.min(3) as f32 - 1.0));
             if let Some(ps) = self.postings.get(*term) {
                 for p in ps {
                     if !allowed(p.card, &acc) {
@@ -659,8 +687,10 @@ impl Recognizer {
                     }
                     let c = wq * idf * p.weight;
                     let a = acc.entry(p.card).or_default();
-                    a.terms += c;
-                    a.spans.push((s, c));
+                    a.contributions.push((c, s, e));
+                    if tok.kind == TokKind::Concept && !self.generic.contains(*term) {
+                        a.topical = true;
+                    }
                     let surface = &query[s..e];
                     let shown = if tok.kind == TokKind::Concept {
                         format!("{surface}→{term}")
@@ -680,9 +710,26 @@ impl Recognizer {
             }
         }
 
+        // A topic of the clause no card knows: evidence the clause is about something else.
+        let unknown_topic = terms.iter().any(|(t, (_, _, _, tok))| {
+            tok.kind == TokKind::Concept && !self.idf.contains_key(*t) && !self.generic.contains(*t)
+        });
+
         // Raw scores, negation, selection.
         let mut out: Vec<ClauseScore> = Vec::with_capacity(acc.len());
-        for (card, a) in acc {
+        for (card, mut a) in acc {
+            a.contributions.sort_by(|x, y| y.0.partial_cmp(&x.0).unwrap_or(std::cmp::Ordering::Equal).then(x.1.cmp(&y.1)));
+            let mut counted: Vec<(usize, usize)> = Vec::new();
+            for &(c, s, e) in &a.contributions {
+                let overlaps = counted.iter().any(|&(cs, ce)| s < ce && e > cs);
+                let c = if overlaps { c * OVERLAP } else { c };
+                a.terms += c;
+                a.spans.push((s, c));
+                counted.push((s, e));
+            }
+            if unknown_topic && !a.topical && !a.keyword {
+                a.terms -= OFF_TOPIC;
+            }
             let info = &self.cards[card as usize];
             let (best_ex, cov) = a
                 .examples
@@ -691,7 +738,7 @@ impl Recognizer {
                 .max_by(|x, y| x.1.partial_cmp(&y.1).unwrap_or(std::cmp::Ordering::Equal))
                 .unwrap_or((0, 0.0));
             let cov = cov.min(1.0);
-            let raw = if a.keyword { W_KEYWORD } else { 0.0 } + a.terms + W_EXAMPLE * cov + a.entity;
+            let raw = (if a.keyword { W_KEYWORD } else { 0.0 } + a.terms + W_EXAMPLE * cov + a.entity).max(0.0);
             // Negation: the share of the card's evidence inside a cue's scope.
             let mut negated = None;
             let total: f32 = a.spans.iter().map(|s| s.1).sum();
@@ -773,10 +820,10 @@ fn rule_key(x: &ExtractSpec) -> Option<String> {
 
 fn build_rule(x: &ExtractSpec, lists: &BTreeMap<String, Vec<String>>) -> Option<(EntityRule, f32)> {
     if let Some(p) = &x.pattern {
-        return Regex::new(p).ok().map(|r| (EntityRule::Pattern(r), W_ENTITY));
+        return Regex::new(p).ok().map(|r| (EntityRule::Pattern(r), W_PATTERN));
     }
     if let Some(values) = x.values.as_ref().or_else(|| x.values_from.as_ref().and_then(|n| lists.get(n))) {
-        return Some((EntityRule::Values(values.iter().map(|v| Term::new(v)).collect()), W_ENTITY));
+        return Some((EntityRule::Values(values.iter().map(|v| Term::new(v)).collect()), W_VALUES));
     }
     match x.kind {
         Some(ValueType::Email) => Regex::new(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
@@ -822,6 +869,10 @@ struct Acc {
     /// (byte offset, weight) of every piece of evidence, for negation scope and order.
     spans: Vec<(usize, f32)>,
     term_list: Vec<(f32, String, Field)>,
+    /// (contribution, span) of each shared term, summed with overlap discount at the end.
+    contributions: Vec<(f32, usize, usize)>,
+    /// The card shares a topical concept with the clause.
+    topical: bool,
     evidence_kw: Vec<Evidence>,
     evidence_entity: Vec<Evidence>,
 }
@@ -883,6 +934,7 @@ fn kind_weight(kind: TokKind) -> f32 {
         TokKind::Word => Q_WORD,
         TokKind::Bigram => Q_BIGRAM,
         TokKind::Concept => Q_CONCEPT,
+        TokKind::Char => Q_CHAR,
     }
 }
 

@@ -25,6 +25,8 @@ pub enum TokKind {
     Word,
     /// A Chinese character bigram.
     Bigram,
+    /// A single Chinese character (morpheme overlap: 病 in 生病 and 病假).
+    Char,
     /// A concept of the built-in lexicon (`#name`).
     Concept,
 }
@@ -125,6 +127,9 @@ const ZH_STOP: &[&str] = &[
 
 const STOP_CHARS: &str = "的了吗呢吧啊呀哦嘛么我你您他她它是在和与及或就都也还又很这那个些一把被让给请帮";
 
+/// Characters too common to be evidence on their own.
+const CHAR_STOP: &str = "不没有要想能会可以去来到上下中大小多少几什么怎样吗呢啊吧了过着得地所为之其天年月日号点分今明后前时候里边面家人们自己再还";
+
 const EN_STOP: &[&str] = &[
     "a", "an", "the", "i", "i'm", "im", "me", "my", "mine", "we", "us", "our", "you", "your", "he", "she", "it", "it's",
     "its", "they", "them", "their", "is", "are", "was", "were", "be", "been", "being", "am", "do", "does", "did",
@@ -156,19 +161,36 @@ struct Lexicon {
     en_phrases: HashMap<String, Vec<(Vec<String>, Vec<u16>)>>,
     /// Concept names.
     names: Vec<String>,
+    /// Concepts marked `~` in the lexicon: actions and facets (booking, status, price), not topics.
+    generic: Vec<String>,
+}
+
+/// Names of the lexicon's generic concepts (actions and facets such as `booking`, `status`,
+/// `price`): a query about them is not about a topic of its own.
+pub fn generic_concepts() -> Vec<String> {
+    LEXICON.generic.clone()
 }
 
 static LEXICON: LazyLock<Lexicon> = LazyLock::new(|| compile_lexicon(include_str!("concepts.txt")));
 
 fn compile_lexicon(text: &str) -> Lexicon {
     let mut names: Vec<String> = Vec::new();
+    let mut generic: Vec<String> = Vec::new();
     let mut zh: HashMap<String, Vec<u16>> = HashMap::new();
     let mut en_words: HashMap<String, Vec<u16>> = HashMap::new();
     let mut en_phrases: HashMap<String, Vec<(Vec<String>, Vec<u16>)>> = HashMap::new();
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
         let Some((name, terms)) = line.split_once(':') else { continue };
         let id = names.len() as u16;
-        names.push(name.trim().to_string());
+        let name = name.trim();
+        let name = match name.strip_prefix('~') {
+            Some(n) => {
+                generic.push(n.to_string());
+                n
+            }
+            None => name,
+        };
+        names.push(name.to_string());
         for term in terms.split(',').map(|t| Normalized::new(t.trim()).text).filter(|t| !t.is_empty()) {
             if term.chars().any(is_han) {
                 let v = zh.entry(term).or_default();
@@ -202,7 +224,7 @@ fn compile_lexicon(text: &str) -> Lexicon {
         .match_kind(MatchKind::LeftmostLongest)
         .build(&patterns)
         .expect("the concept lexicon compiles");
-    Lexicon { zh, zh_concepts, en_words, en_phrases, names }
+    Lexicon { zh, zh_concepts, en_words, en_phrases, names, generic }
 }
 
 /// Latin words of `text` (already normalized) with their byte spans: runs of letters and digits,
@@ -288,6 +310,11 @@ pub fn analyze_normalized(norm: &Normalized) -> Vec<Token> {
             push(&mut out, t.word.to_string(), TokKind::Word, s + t.byte_start, s + t.byte_end);
         }
         let chars: Vec<(usize, char)> = run.char_indices().collect();
+        for &(i, c) in &chars {
+            if !STOP_CHARS.contains(c) && !CHAR_STOP.contains(c) {
+                push(&mut out, format!("'{c}"), TokKind::Char, s + i, s + i + c.len_utf8());
+            }
+        }
         for w in chars.windows(2) {
             let (a, b) = (w[0].1, w[1].1);
             let end = s + w[1].0 + b.len_utf8();
