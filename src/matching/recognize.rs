@@ -63,6 +63,9 @@ const OVERLAP: f32 = 0.3;
 /// Subtracted when the clause is about a topic (a lexicon concept) no card covers and this card
 /// shares none of the clause's topics ("订火车票" against a hotel card).
 const OFF_TOPIC: f32 = 0.8;
+/// Weight of evidence lying inside a word of the card's key descriptions ("明天入住" answers
+/// 入住日期; it does not ask for a hotel).
+const SLOT_WORD: f32 = 0.25;
 const F_NAME: f32 = 1.0;
 const F_KEYWORD: f32 = 1.0;
 const F_EXAMPLE: f32 = 0.8;
@@ -217,6 +220,9 @@ struct Card {
     id: String,
     domain: Option<u32>,
     examples: Vec<Example>,
+    /// Words of its semantic keys' descriptions (入住, 日期): in a query they describe a value
+    /// being supplied rather than ask for the card, so evidence inside them counts little.
+    slot_words: Vec<String>,
     /// Lower-cased name, keywords, description and examples: a cue word the card itself uses
     /// (a "cancel booking" card) is not a negation for it.
     own_text: String,
@@ -320,7 +326,15 @@ impl Recognizer {
                 .map(|t| Normalized::new(t).text)
                 .collect::<Vec<_>>()
                 .join("\n");
-            compiled.push(Card { id: spec.id.clone(), domain, examples: Vec::new(), own_text });
+            let mut slot_words: Vec<String> = Vec::new();
+            for k in &spec.required_semantic_keys {
+                for t in analyze_normalized(&Normalized::new(&k.description)) {
+                    if t.kind == TokKind::Word && t.term.chars().count() >= 2 && !slot_words.contains(&t.term) {
+                        slot_words.push(t.term);
+                    }
+                }
+            }
+            compiled.push(Card { id: spec.id.clone(), domain, examples: Vec::new(), slot_words, own_text });
             card_terms.push(terms);
             example_terms.push(examples);
         }
@@ -675,6 +689,23 @@ impl Recognizer {
                     || acc.get(&card).is_some_and(|a| a.keyword)
             }
         };
+        let clause_norm = &norm.text[..];
+        let mut slot_spans: HashMap<u32, Vec<(usize, usize)>> = HashMap::new();
+        let mut in_slot = |card: u32, s: usize, e: usize| -> bool {
+            let spans = slot_spans.entry(card).or_insert_with(|| {
+                let mut v = Vec::new();
+                for w in &self.cards[card as usize].slot_words {
+                    for (i, _) in clause_norm.match_indices(w.as_str()) {
+                        let (a, b) = (norm.orig(i), norm.orig(i + w.len()));
+                        if a >= clause.start && b <= clause.end {
+                            v.push((a, b));
+                        }
+                    }
+                }
+                v
+            });
+            spans.iter().any(|&(a, b)| s >= a && e <= b)
+        };
         for (term, &(wq, s, e, tok)) in &terms {
             let Some(idf) = self.idf.get(*term).copied() else { continue };
             // Several words of the query on one concept ("euros in yuan") weigh more.
@@ -685,10 +716,11 @@ impl Recognizer {
                     if !allowed(p.card, &acc) {
                         continue;
                     }
-                    let c = wq * idf * p.weight;
+                    let slot = in_slot(p.card, s, e);
+                    let c = wq * idf * p.weight * if slot { SLOT_WORD } else { 1.0 };
                     let a = acc.entry(p.card).or_default();
                     a.contributions.push((c, s, e));
-                    if tok.kind == TokKind::Concept && !self.generic.contains(*term) {
+                    if tok.kind == TokKind::Concept && !slot && !self.generic.contains(*term) {
                         a.topical = true;
                     }
                     let surface = &query[s..e];
@@ -702,7 +734,7 @@ impl Recognizer {
             }
             if let Some(ps) = self.example_postings.get(*term) {
                 for &(card, ex, w) in ps {
-                    if !allowed(card, &acc) {
+                    if !allowed(card, &acc) || in_slot(card, s, e) {
                         continue;
                     }
                     *acc.entry(card).or_default().examples.entry(ex).or_default() += w;
