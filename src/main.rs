@@ -216,7 +216,17 @@ fn options(store: StoreArgs, limits: ServeArgs) -> AppOptions {
 }
 
 fn validate(path: &std::path::Path) -> ExitCode {
-    match switchboard::config::load(path) {
+    let loaded = switchboard::config::load(path).and_then(|cfg| {
+        // Routing tests next to the config: a misrouted query is an error like any other.
+        let registry = switchboard::registry::Registry::from_config(cfg.clone(), 1)?;
+        let errors = switchboard::routing::check_registry(&registry);
+        if errors.is_empty() {
+            Ok(cfg)
+        } else {
+            Err(switchboard::config::ConfigErrors(errors))
+        }
+    });
+    match loaded {
         Ok(cfg) => {
             let enabled = cfg.file.agents.iter().filter(|a| a.enabled).count();
             println!(
@@ -228,6 +238,10 @@ fn validate(path: &std::path::Path) -> ExitCode {
                 cfg.sources.len(),
                 &cfg.hash[..12]
             );
+            if let Some(tests) = switchboard::routing::routing_tests_path(path) {
+                let n = switchboard::routing::load_routing_tests(&tests).map(|t| t.len()).unwrap_or(0);
+                println!("{}: {n} routing test(s) pass", tests.display());
+            }
             ExitCode::SUCCESS
         }
         Err(errors) => {

@@ -206,3 +206,144 @@ fn calibration_table() {
         println!("  {:.2} {} {}", n.0, n.2, n.1);
     }
 }
+
+// ---- Routing over the real HTTP API, routing tests, domains, bad input ----
+
+use serde_json::{json, Value};
+use switchboard::routing;
+
+use crate::common::{agent_mut, done, of_stage, spawn_app, spawn_app_with, Setup};
+
+#[tokio::test]
+async fn intent_done_carries_the_candidates_with_evidence() {
+    let app = spawn_app().await;
+    let events = app.ask("100美元换成人民币是多少", None).await;
+    done(&events);
+    let intent = &of_stage(&events, "intent_done")[0]["metadata"]["state"]["intent"];
+    assert_eq!(intent["intent"], json!(["exchange_agent"]));
+    let top = &intent["candidates"][0];
+    assert_eq!(top["id"], "exchange_agent");
+    let c = top["confidence"].as_f64().unwrap();
+    assert!(c > 0.5 && c <= 1.0 && (c * 100.0).fract().abs() < 1e-6, "{c}");
+    let kinds: Vec<&str> = top["evidence"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"entity") && kinds.contains(&"similar_example"), "{kinds:?}");
+    assert_eq!(app.calls("exchange_agent").len(), 1);
+    // A negated card is listed as such and not dispatched.
+    let events = app.ask("不用查天气了，帮我订酒店", None).await;
+    done(&events);
+    let intent = &of_stage(&events, "intent_done")[0]["metadata"]["state"]["intent"];
+    assert_eq!(intent["intent"], json!(["hotel_agent"]));
+    let weather = intent["candidates"].as_array().unwrap().iter().find(|c| c["id"] == "weather_agent").unwrap();
+    assert!(weather["evidence"].as_array().unwrap().iter().any(|e| e["kind"] == "negated"), "{weather}");
+    assert!(app.calls("weather_agent").is_empty());
+}
+
+#[test]
+fn the_demo_routing_tests_pass() {
+    let handle = RegistryHandle::open(&repo().join("agents_config.yaml")).unwrap();
+    let errors = routing::check_registry(&handle.load());
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
+#[test]
+fn validate_prints_misrouted_queries_like_config_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    crate::common::copy_support_files(dir.path());
+    let config = dir.path().join("agents_config.yaml");
+    std::fs::copy(repo().join("agents_config.yaml"), &config).unwrap();
+    std::fs::write(
+        dir.path().join("routing_tests.yaml"),
+        "- { query: 帮我订个酒店, expect: [hotel_agent] }\n- { query: 明天上海冷不冷, expect: [hotel_agent] }\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard")).arg("validate").arg(&config).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("routing_tests.yaml at /1: routing test \"明天上海冷不冷\""), "{stdout}");
+    assert!(stdout.contains("routed to [weather_agent], expected [hotel_agent]"), "{stdout}");
+    assert!(!stdout.contains("/0:"), "the passing test is not reported: {stdout}");
+}
+
+#[test]
+fn explain_shows_every_card_and_the_decision() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["explain", "别订酒店，只看看北京天气", "--config"])
+        .arg(repo().join("agents_config.yaml"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    for id in ["flight_agent", "pickup_agent", "hotel_agent", "weather_agent", "exchange_agent"] {
+        assert!(text.contains(id), "{id} listed: {text}");
+    }
+    assert!(text.contains("negated by \"别\""), "{text}");
+    assert!(text.contains("decision: plan weather_agent"), "{text}");
+}
+
+#[tokio::test]
+async fn a_reload_that_misroutes_a_routing_test_is_rejected() {
+    let app = spawn_app().await;
+    let dir = app.config_path.parent().unwrap();
+    std::fs::write(dir.join("routing_tests.yaml"), "- { query: 帮我订个酒店, expect: [hotel_agent] }\n").unwrap();
+    assert_eq!(app.config["supervisor"]["reload_requires_routing_tests"], true);
+    // An edit that breaks hotel routing: the card is disabled.
+    let mut broken = app.config.clone();
+    agent_mut(&mut broken, "hotel_agent")["enabled"] = json!(false);
+    app.rewrite(&broken);
+    let status = app.wait_config(|s| !s["last_error"].is_null()).await;
+    assert_eq!(status["version"], 1, "the serving registry is kept");
+    let msg = status["last_error"][0]["message"].as_str().unwrap();
+    assert!(msg.contains("routing test \"帮我订个酒店\""), "{msg}");
+    // A harmless edit goes through.
+    let mut fine = app.config.clone();
+    agent_mut(&mut fine, "hotel_agent")["keywords"] = json!(["酒店", "住宿", "订房", "宾馆", "hotel", "民宿"]);
+    app.rewrite(&fine);
+    let status = app.wait_config(|s| s["version"] == 2).await;
+    assert!(status["last_error"].is_null());
+}
+
+#[tokio::test]
+async fn domains_are_served_and_group_the_capabilities_answer() {
+    let app = spawn_app_with(Setup::default(), |c| {
+        for (id, d) in [("flight_agent", "出行"), ("pickup_agent", "出行"), ("hotel_agent", "住宿"), ("exchange_agent", "金融")] {
+            agent_mut(c, id)["domain"] = json!(d);
+        }
+    })
+    .await;
+    let agents = app.get("/v1/agents").await;
+    let domain = |id: &str| agents["agents"].as_array().unwrap().iter().find(|a| a["id"] == id).unwrap()["domain"].clone();
+    assert_eq!(domain("flight_agent"), "出行");
+    assert_eq!(domain("weather_agent"), Value::Null);
+    let events = app.ask("你能做什么", None).await;
+    let text = done(&events)["content"].as_str().unwrap().to_string();
+    let (travel, stay, other) = (text.find("出行:").unwrap(), text.find("住宿:").unwrap(), text.find("其他:").unwrap());
+    assert!(travel < stay && stay < other, "{text}");
+    assert!(text[travel..stay].contains("接机"), "{text}");
+}
+
+#[tokio::test]
+async fn bad_input_gets_a_clear_answer_and_no_panic() {
+    let app = spawn_app().await;
+    // Empty: a 400 that says why.
+    let resp = app.client.post(format!("{}/v1/chat", app.base)).json(&json!({ "query": "", "user_id": "u1" })).send().await.unwrap();
+    assert_eq!(resp.status(), 400);
+    let body: Value = resp.json().await.unwrap();
+    assert!(body.to_string().contains("empty"), "{body}");
+    let long = "帮我订酒店".repeat(800); // 4,000 characters: the limit
+    let mixed = "hello你好こんにちは안녕 hotel酒店 CA1234 🙂 Привет";
+    for query in ["🙂🙂🙂🎉", "？？！！。。，，...", "。", long.as_str(), mixed, "\u{200b}\u{feff}", "a".repeat(4000).as_str()] {
+        let events = app.ask(query, None).await;
+        let done = done(&events);
+        let text = done["content"].as_str().unwrap();
+        assert!(!text.trim().is_empty(), "an answer for {query:?}");
+    }
+    // Past the limit: a 400, not a panic.
+    let resp = app
+        .client
+        .post(format!("{}/v1/chat", app.base))
+        .json(&json!({ "query": "酒".repeat(4001), "user_id": "u1" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+}

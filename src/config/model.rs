@@ -67,6 +67,10 @@ pub struct SupervisorSettings {
     pub request_timeout: HumanDuration,
     /// Per-agent circuit breaker (Switchboard extension).
     pub circuit_breaker: BreakerSettings,
+    /// Run the routing tests (`routing_tests.yaml` next to this file) on every reload and reject
+    /// an edit that misroutes one of them, like an invalid file (Switchboard extension; default
+    /// `false`). `switchboard validate` runs them regardless.
+    pub reload_requires_routing_tests: bool,
 }
 
 /// `supervisor.circuit_breaker`: opens on a failure ratio over a window of recent calls, lets one
@@ -108,6 +112,7 @@ impl Default for SupervisorSettings {
             default_agent_timeout: HumanDuration(Duration::from_secs(30)),
             request_timeout: HumanDuration(Duration::from_secs(60)),
             circuit_breaker: BreakerSettings::default(),
+            reload_requires_routing_tests: false,
         }
     }
 }

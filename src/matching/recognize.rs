@@ -1069,3 +1069,111 @@ pub fn vocabulary_terms(recognizer: &Recognizer, text: &str) -> Vec<String> {
         .map(|t| t.term)
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CARDS: &str = r#"
+- id: hotel
+  name: 酒店服务
+  description: 查询和预订酒店
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [酒店, hotel]
+  examples: ["帮我订北京的酒店"]
+  required_semantic_keys:
+    - { key: city, description: 入住城市, extract: { values_from: cities } }
+- id: weather
+  name: 天气查询
+  description: 查询城市的天气预报
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [天气, weather]
+  examples: ["北京明天天气怎么样"]
+  required_semantic_keys:
+    - { key: city, description: 城市, extract: { values_from: cities } }
+- id: flight
+  name: 航班动态
+  description: 查询航班状态
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [航班, flight]
+  required_semantic_keys:
+    - { key: flight_no, description: 航班号, extract: { pattern: '([A-Za-z]{2}\d{3,4})' } }
+"#;
+
+    fn recognizer(yaml: &str) -> Recognizer {
+        let specs: Vec<AgentSpec> = serde_yaml_ng::from_str(yaml).unwrap();
+        let refs: Vec<&AgentSpec> = specs.iter().collect();
+        let lists = BTreeMap::from([("cities".to_string(), vec!["北京".to_string(), "上海".to_string(), "Shanghai".to_string()])]);
+        Recognizer::new(&refs, &lists)
+    }
+
+    fn ids(r: &Recognition) -> Vec<&str> {
+        r.selected.iter().map(|s| s.id.as_str()).collect()
+    }
+
+    #[test]
+    fn keywords_paraphrases_and_entities() {
+        let r = recognizer(CARDS);
+        assert_eq!(ids(&r.recognize("帮我订个酒店")), ["hotel"]);
+        assert_eq!(ids(&r.recognize("明天上海冷不冷")), ["weather"]);
+        assert_eq!(ids(&r.recognize("CA1234什么时候到")), ["flight"]);
+        let rec = r.recognize("Will it rain in Shanghai tomorrow?");
+        assert_eq!(ids(&rec), ["weather"]);
+        assert!(rec.candidates[0].evidence.iter().any(|e| matches!(e, Evidence::Terms { .. })));
+    }
+
+    #[test]
+    fn multi_intent_in_order_of_mention() {
+        let r = recognizer(CARDS);
+        assert_eq!(ids(&r.recognize("查一下航班CA1234，顺便看看上海天气")), ["flight", "weather"]);
+        assert_eq!(ids(&r.recognize("上海天气怎么样，然后订酒店")), ["weather", "hotel"]);
+    }
+
+    #[test]
+    fn negation_removes_the_governed_card_only() {
+        let r = recognizer(CARDS);
+        assert_eq!(ids(&r.recognize("不用查天气了，帮我订酒店")), ["hotel"]);
+        assert_eq!(ids(&r.recognize("别订酒店只看看北京天气")), ["weather"]);
+        assert_eq!(ids(&r.recognize("book a hotel instead of a flight")), ["hotel"]);
+        let rec = r.recognize("不用查天气了");
+        assert!(rec.selected.is_empty() && rec.uncertain.is_empty());
+        assert!(rec.candidates[0].evidence.iter().any(|e| matches!(e, Evidence::Negated { .. })));
+        // A-not-A questions are not negations.
+        assert_eq!(ids(&r.recognize("上海明天是不是要下雨，天气如何")), ["weather"]);
+    }
+
+    #[test]
+    fn nothing_for_out_of_scope_and_odd_input() {
+        let r = recognizer(CARDS);
+        for q in ["今天股市怎么样", "", "   ", "🙂🙂", "？？！！", "写一首诗", &"酒".repeat(4000)] {
+            let rec = r.recognize(q);
+            assert!(rec.selected.is_empty(), "{q}: {:?}", ids(&rec));
+        }
+    }
+
+    #[test]
+    fn confidence_is_calibrated_and_rounded() {
+        let r = recognizer(CARDS);
+        let rec = r.recognize("帮我订北京的酒店");
+        let c = rec.score("hotel").unwrap().confidence;
+        assert!(c > 0.9 && c <= 1.0);
+        assert_eq!((c * 100.0).round() / 100.0, c);
+        assert!(confidence(0.0) == 0.0 && confidence(THETA) == 0.5);
+    }
+
+    #[test]
+    fn many_cards_are_gated_by_domain() {
+        let mut yaml = String::from(CARDS);
+        for d in 0..40 {
+            yaml.push_str(&format!(
+                "- {{ id: filler_{d}, name: 业务{d}, description: 处理编号{d}的业务, domain: d{}, endpoint: {{ url: \"http://127.0.0.1:1/x\", protocol: http }}, keywords: [业务{d}] }}\n",
+                d % 4
+            ));
+        }
+        let yaml = yaml.replace("  name: 天气查询\n", "  name: 天气查询\n  domain: weather\n");
+        let r = recognizer(&yaml);
+        assert!(r.gate_domains);
+        assert_eq!(ids(&r.recognize("明天上海冷不冷")), ["weather"]);
+        assert_eq!(ids(&r.recognize("帮我处理业务7")), ["filler_7"]);
+    }
+}

@@ -303,12 +303,30 @@ impl RegistryHandle {
     /// Applies the result of re-reading the config: swaps in a new snapshot when valid and
     /// different, keeps the serving one otherwise. Only the reload loop calls this.
     pub fn apply(&self, result: Result<LoadedConfig, ConfigErrors>) -> ReloadOutcome {
+        self.apply_checked(result, &|_| Vec::new())
+    }
+
+    /// [`apply`](Self::apply) with a last check of the compiled snapshot before it is swapped
+    /// in (the routing tests): any error it returns rejects the reload like an invalid file.
+    pub fn apply_checked(
+        &self,
+        result: Result<LoadedConfig, ConfigErrors>,
+        check: &dyn Fn(&Registry) -> Vec<ConfigError>,
+    ) -> ReloadOutcome {
         let old = self.load();
         let outcome = match result {
             Ok(loaded) if loaded.hash == old.hash => ReloadOutcome::Unchanged { version: old.version },
             Ok(loaded) => {
                 let version = self.next_version.load(Ordering::SeqCst);
-                match Registry::from_config(loaded, version) {
+                let checked = Registry::from_config(loaded, version).and_then(|new| {
+                    let errors = check(&new);
+                    if errors.is_empty() {
+                        Ok(new)
+                    } else {
+                        Err(ConfigErrors(errors))
+                    }
+                });
+                match checked {
                     Ok(new) => {
                         self.next_version.fetch_add(1, Ordering::SeqCst);
                         let (added, removed, changed) = diff(&old, &new);

@@ -146,14 +146,40 @@ pub fn blocked_text(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String 
     format!("{head}\n{}", lines.join("\n"))
 }
 
-/// What the assistant can do, one line per enabled capability card's description.
-fn capabilities(registry: &Registry) -> String {
-    registry.enabled().map(|a| format!("- {}", a.task_description())).collect::<Vec<_>>().join("\n")
+/// What the assistant can do, one line per enabled capability card's description; grouped under
+/// their domain (in first-seen order) when cards declare one.
+fn capabilities(registry: &Registry, lang: Lang) -> String {
+    let line = |a: &crate::registry::Agent| format!("- {}", a.task_description());
+    if registry.enabled().all(|a| a.spec.domain.is_none()) {
+        return registry.enabled().map(|a| line(a)).collect::<Vec<_>>().join("\n");
+    }
+    let mut groups: Vec<(Option<&str>, Vec<String>)> = Vec::new();
+    for a in registry.enabled() {
+        let d = a.spec.domain.as_deref().map(str::trim).filter(|d| !d.is_empty());
+        match groups.iter_mut().find(|(g, _)| *g == d) {
+            Some((_, lines)) => lines.push(line(a)),
+            None => groups.push((d, vec![line(a)])),
+        }
+    }
+    // Cards without a domain come last.
+    groups.sort_by_key(|(d, _)| d.is_none());
+    groups
+        .into_iter()
+        .map(|(d, lines)| {
+            let lines = lines.into_iter().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n");
+            let other = match lang {
+                Lang::Zh => "其他",
+                Lang::En => "Other",
+            };
+            format!("{}:\n{lines}", d.unwrap_or(other))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The direct answer to a simple intent.
 pub fn direct_answer(registry: &Registry, intent: SimpleIntent, lang: Lang) -> String {
-    let caps = capabilities(registry);
+    let caps = capabilities(registry, lang);
     match (intent, lang) {
         (SimpleIntent::Greeting, Lang::Zh) => {
             format!("您好！我是您的智能助理，可以帮您：\n{caps}\n请问有什么可以帮您？")
