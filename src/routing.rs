@@ -137,13 +137,7 @@ pub fn check_registry(registry: &Registry) -> Vec<ConfigError> {
 }
 
 fn evidence_line(e: &Evidence) -> String {
-    match e {
-        Evidence::Keyword { term } => format!("keyword {term:?}"),
-        Evidence::SimilarExample { example, similarity } => format!("similar example {example:?} ({similarity:.2})"),
-        Evidence::Terms { field, terms } => format!("{} terms: {}", serde_json::to_string(field).unwrap_or_default().trim_matches('"'), terms.join(", ")),
-        Evidence::Entity { key, value } => format!("entity {key} = {value:?}"),
-        Evidence::Negated { cue } => format!("negated by {cue:?}"),
-    }
+    e.to_string()
 }
 
 /// A terminal-readable explanation of how `query` is routed: clauses, every enabled card's

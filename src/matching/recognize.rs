@@ -141,6 +141,26 @@ pub enum Evidence {
     },
 }
 
+impl std::fmt::Display for Evidence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Keyword { term } => write!(f, "keyword {term:?}"),
+            Self::SimilarExample { example, similarity } => write!(f, "similar example {example:?} ({similarity:.2})"),
+            Self::Terms { field, terms } => {
+                let field = match field {
+                    Field::Name => "name",
+                    Field::Keyword => "keyword",
+                    Field::Example => "example",
+                    Field::Description => "description",
+                };
+                write!(f, "{field} terms: {}", terms.join(", "))
+            }
+            Self::Entity { key, value } => write!(f, "entity {key} = {value:?}"),
+            Self::Negated { cue } => write!(f, "negated by {cue:?}"),
+        }
+    }
+}
+
 /// A card's score for a query.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CardScore {
