@@ -256,7 +256,8 @@ fn validate_prints_misrouted_queries_like_config_errors() {
         "- { query: 帮我订个酒店, expect: [hotel_agent] }\n- { query: 明天上海冷不冷, expect: [hotel_agent] }\n",
     )
     .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard")).arg("validate").arg(&config).output().unwrap();
+    let out =
+        std::process::Command::new(env!("CARGO_BIN_EXE_switchboard")).arg("validate").arg(&config).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("routing_tests.yaml at /1: routing test \"明天上海冷不冷\""), "{stdout}");
@@ -305,13 +306,16 @@ async fn a_reload_that_misroutes_a_routing_test_is_rejected() {
 #[tokio::test]
 async fn domains_are_served_and_group_the_capabilities_answer() {
     let app = spawn_app_with(Setup::default(), |c| {
-        for (id, d) in [("flight_agent", "出行"), ("pickup_agent", "出行"), ("hotel_agent", "住宿"), ("exchange_agent", "金融")] {
+        for (id, d) in
+            [("flight_agent", "出行"), ("pickup_agent", "出行"), ("hotel_agent", "住宿"), ("exchange_agent", "金融")]
+        {
             agent_mut(c, id)["domain"] = json!(d);
         }
     })
     .await;
     let agents = app.get("/v1/agents").await;
-    let domain = |id: &str| agents["agents"].as_array().unwrap().iter().find(|a| a["id"] == id).unwrap()["domain"].clone();
+    let domain =
+        |id: &str| agents["agents"].as_array().unwrap().iter().find(|a| a["id"] == id).unwrap()["domain"].clone();
     assert_eq!(domain("flight_agent"), "出行");
     assert_eq!(domain("weather_agent"), Value::Null);
     let events = app.ask("你能做什么", None).await;
@@ -325,13 +329,21 @@ async fn domains_are_served_and_group_the_capabilities_answer() {
 async fn bad_input_gets_a_clear_answer_and_no_panic() {
     let app = spawn_app().await;
     // Empty: a 400 that says why.
-    let resp = app.client.post(format!("{}/v1/chat", app.base)).json(&json!({ "query": "", "user_id": "u1" })).send().await.unwrap();
+    let resp = app
+        .client
+        .post(format!("{}/v1/chat", app.base))
+        .json(&json!({ "query": "", "user_id": "u1" }))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 400);
     let body: Value = resp.json().await.unwrap();
     assert!(body.to_string().contains("empty"), "{body}");
     let long = "帮我订酒店".repeat(800); // 4,000 characters: the limit
     let mixed = "hello你好こんにちは안녕 hotel酒店 CA1234 🙂 Привет";
-    for query in ["🙂🙂🙂🎉", "？？！！。。，，...", "。", long.as_str(), mixed, "\u{200b}\u{feff}", "a".repeat(4000).as_str()] {
+    for query in
+        ["🙂🙂🙂🎉", "？？！！。。，，...", "。", long.as_str(), mixed, "\u{200b}\u{feff}", "a".repeat(4000).as_str()]
+    {
         let events = app.ask(query, None).await;
         let done = done(&events);
         let text = done["content"].as_str().unwrap();

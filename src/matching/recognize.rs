@@ -744,11 +744,8 @@ impl Recognizer {
                         a.topical = true;
                     }
                     let surface = &query[s..e];
-                    let shown = if tok.kind == TokKind::Concept {
-                        format!("{surface}→{term}")
-                    } else {
-                        surface.to_string()
-                    };
+                    let shown =
+                        if tok.kind == TokKind::Concept { format!("{surface}→{term}") } else { surface.to_string() };
                     a.term_list.push((c, shown, p.field));
                 }
             }
@@ -770,7 +767,8 @@ impl Recognizer {
         // Raw scores, negation, selection.
         let mut out: Vec<ClauseScore> = Vec::with_capacity(acc.len());
         for (card, mut a) in acc {
-            a.contributions.sort_by(|x, y| y.0.partial_cmp(&x.0).unwrap_or(std::cmp::Ordering::Equal).then(x.1.cmp(&y.1)));
+            a.contributions
+                .sort_by(|x, y| y.0.partial_cmp(&x.0).unwrap_or(std::cmp::Ordering::Equal).then(x.1.cmp(&y.1)));
             let mut counted: Vec<(usize, usize)> = Vec::new();
             for &(c, s, e) in &a.contributions {
                 let overlaps = counted.iter().any(|&(cs, ce)| s < ce && e > cs);
@@ -825,15 +823,7 @@ impl Recognizer {
             }
             evidence.extend(a.evidence_entity.iter().cloned());
             let first = a.spans.iter().map(|s| s.0).min().unwrap_or(clause.start);
-            out.push(ClauseScore {
-                card,
-                raw,
-                keyword: a.keyword,
-                negated,
-                evidence,
-                offset: first,
-                selected: false,
-            });
+            out.push(ClauseScore { card, raw, keyword: a.keyword, negated, evidence, offset: first, selected: false });
         }
         let best = out.iter().filter(|c| c.negated.is_none()).map(|c| c.raw).fold(0.0, f32::max);
         for c in &mut out {
@@ -1040,7 +1030,11 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
     static CUES: std::sync::LazyLock<Vec<(Regex, usize)>> = std::sync::LazyLock::new(|| {
         vec![
             (Regex::new(r"不用|不要|不需要|不必|别|取消|算了|不想|不是|不打算|先不").expect("static regex"), 0),
-            (Regex::new(r"\b(?:don't|dont|do not|no need to|no need for|no longer|never mind|forget about|skip)\b").expect("static regex"), 48),
+            (
+                Regex::new(r"\b(?:don't|dont|do not|no need to|no need for|no longer|never mind|forget about|skip)\b")
+                    .expect("static regex"),
+                48,
+            ),
             (Regex::new(r"\b(?:instead of|rather than)\b").expect("static regex"), 48),
             (Regex::new(r"\bnot\b").expect("static regex"), 16),
             (Regex::new(r"而不是").expect("static regex"), 0),
@@ -1123,7 +1117,10 @@ mod tests {
     fn recognizer(yaml: &str) -> Recognizer {
         let specs: Vec<AgentSpec> = serde_yaml_ng::from_str(yaml).unwrap();
         let refs: Vec<&AgentSpec> = specs.iter().collect();
-        let lists = BTreeMap::from([("cities".to_string(), vec!["北京".to_string(), "上海".to_string(), "Shanghai".to_string()])]);
+        let lists = BTreeMap::from([(
+            "cities".to_string(),
+            vec!["北京".to_string(), "上海".to_string(), "Shanghai".to_string()],
+        )]);
         Recognizer::new(&refs, &lists)
     }
 
