@@ -1074,16 +1074,6 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
     out
 }
 
-/// The distinct terms of `text` known to the recognizer's vocabulary (for tests and tools).
-pub fn vocabulary_terms(recognizer: &Recognizer, text: &str) -> Vec<String> {
-    let mut seen = HashSet::new();
-    analyze_normalized(&Normalized::new(text))
-        .into_iter()
-        .filter(|t| recognizer.idf.contains_key(&t.term) && seen.insert(t.term.clone()))
-        .map(|t| t.term)
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -101,13 +101,6 @@ static JIEBA: LazyLock<jieba_rs::Jieba> = LazyLock::new(jieba_rs::Jieba::new);
 static STEMMER: LazyLock<rust_stemmers::Stemmer> =
     LazyLock::new(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English));
 
-/// Loads the segmenter's dictionary now (it takes a few hundred milliseconds once per process)
-/// rather than on the first query.
-pub fn warm_up() {
-    LazyLock::force(&JIEBA);
-    LazyLock::force(&LEXICON);
-}
-
 /// Stems one lower-case English word.
 pub fn stem(word: &str) -> String {
     STEMMER.stem(word).into_owned()
