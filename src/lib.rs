@@ -44,6 +44,7 @@ pub mod metrics;
 pub mod planner;
 pub mod registry;
 pub mod reload;
+pub mod routing;
 pub mod session;
 pub mod summarize;
 pub mod supervisor;

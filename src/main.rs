@@ -77,6 +77,14 @@ enum Command {
     },
     /// Print the JSON Schema of agents_config.yaml.
     Schema,
+    /// Show how a query is routed: every card's score with its evidence, and the decision.
+    Explain {
+        /// The user's text.
+        query: String,
+        /// The agents config.
+        #[arg(long, default_value = "agents_config.yaml")]
+        config: PathBuf,
+    },
 }
 
 #[derive(clap::Args)]
@@ -131,6 +139,11 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Validate { path } => Ok(validate(&path)),
         Command::Schema => {
             println!("{}", serde_json::to_string_pretty(&switchboard::config::config_json_schema())?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Explain { query, config } => {
+            let handle = switchboard::registry::RegistryHandle::open(&config).map_err(print_config_errors)?;
+            print!("{}", switchboard::routing::explain(&handle.load(), &query));
             Ok(ExitCode::SUCCESS)
         }
         Command::Agents { config } => {
@@ -205,7 +218,17 @@ fn options(store: StoreArgs, limits: ServeArgs) -> AppOptions {
 }
 
 fn validate(path: &std::path::Path) -> ExitCode {
-    match switchboard::config::load(path) {
+    let loaded = switchboard::config::load(path).and_then(|cfg| {
+        // Routing tests next to the config: a misrouted query is an error like any other.
+        let registry = switchboard::registry::Registry::from_config(cfg.clone(), 1)?;
+        let errors = switchboard::routing::check_registry(&registry);
+        if errors.is_empty() {
+            Ok(cfg)
+        } else {
+            Err(switchboard::config::ConfigErrors(errors))
+        }
+    });
+    match loaded {
         Ok(cfg) => {
             let enabled = cfg.file.agents.iter().filter(|a| a.enabled).count();
             println!(
@@ -217,6 +240,10 @@ fn validate(path: &std::path::Path) -> ExitCode {
                 cfg.sources.len(),
                 &cfg.hash[..12]
             );
+            if let Some(tests) = switchboard::routing::routing_tests_path(path) {
+                let n = switchboard::routing::load_routing_tests(&tests).map(|t| t.len()).unwrap_or(0);
+                println!("{}: {n} routing test(s) pass", tests.display());
+            }
             ExitCode::SUCCESS
         }
         Err(errors) => {

@@ -12,6 +12,7 @@ mod durability;
 mod faults;
 mod llm;
 mod ops;
+mod recognition;
 mod reload;
 mod texts;
 mod tidy;

@@ -425,6 +425,8 @@ async fn large_registries_send_only_the_most_relevant_cards() {
     let prompt = t.script.requests(Kind::Intent)[0].0["messages"][0]["content"].as_str().unwrap().to_string();
     assert_eq!(prompt.matches("- id: ").count(), 3, "{prompt}");
     assert!(prompt.contains("- id: hotel_agent"), "the relevant card is kept");
+    // The rule recognizer's candidates, with evidence, go along as a hint.
+    assert!(prompt.contains("- hotel_agent（置信度 1.00，规则已选中）：keyword \"酒店\""), "{prompt}");
 }
 
 #[tokio::test]

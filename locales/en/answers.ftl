@@ -15,6 +15,8 @@ summary-example-separator = { ", " }
 summary-nothing = There was nothing to do.
 # One bullet: a finished sub-task's message, an agent's own question, a capability.
 list-item = - { $text }
+# The heading of capability cards that declare no domain, when others do.
+capabilities-other-domain = Other
 
 ## Asking for missing details (the blocked event and the summary)
 

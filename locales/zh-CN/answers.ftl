@@ -15,6 +15,8 @@ summary-example-separator = ，
 summary-nothing = 没有需要执行的任务。
 # One bullet: a finished sub-task's message, an agent's own question, a capability.
 list-item = - { $text }
+# The heading of capability cards that declare no domain, when others do.
+capabilities-other-domain = 其他
 
 ## Asking for missing details (the blocked event and the summary)
 

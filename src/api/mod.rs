@@ -109,6 +109,7 @@ fn card(state: &AppState, reg: &Registry, agent: &crate::registry::Agent) -> Val
         "id": s.id,
         "name": s.name,
         "description": s.description,
+        "domain": s.domain,
         "enabled": s.enabled,
         "available": agent.unavailable.is_none(),
         "circuit": circuit,

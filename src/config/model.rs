@@ -73,6 +73,10 @@ pub struct SupervisorSettings {
     /// not given, or a syntax error is a config error. Edits hot-reload with the config.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub texts_dir: Option<String>,
+    /// Run the routing tests (`routing_tests.yaml` next to this file) on every reload and reject
+    /// an edit that misroutes one of them, like an invalid file (Switchboard extension; default
+    /// `false`). `switchboard validate` runs them regardless.
+    pub reload_requires_routing_tests: bool,
 }
 
 /// `supervisor.circuit_breaker`: opens on a failure ratio over a window of recent calls, lets one
@@ -115,6 +119,7 @@ impl Default for SupervisorSettings {
             request_timeout: HumanDuration(Duration::from_secs(60)),
             circuit_breaker: BreakerSettings::default(),
             texts_dir: None,
+            reload_requires_routing_tests: false,
         }
     }
 }
@@ -162,6 +167,12 @@ pub struct AgentSpec {
     /// except for an `a2a` agent registered by its card.
     #[serde(default)]
     pub description: String,
+    /// Optional business domain (e.g. `travel`, `insurance`, `it_support`). With many cards
+    /// (more than 30) the recognizer scores domains first, then cards within the best domains;
+    /// capability answers group cards by domain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 64))]
+    pub domain: Option<String>,
     /// `false` = registered but never planned.
     #[serde(default = "yes")]
     pub enabled: bool,

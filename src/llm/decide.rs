@@ -102,6 +102,7 @@ async fn llm_decide(
         rewritten_query: rewritten.clone(),
         lang: Lang::detect(input.query),
         resumes_pending: false,
+        candidates: planner::intent::recognize(registry, input.query).top(planner::intent::CANDIDATES_SHOWN),
     };
     let escalate = match simple {
         Some(SimpleIntent::Sensitive) => Some(EscalationReason::Sensitive),

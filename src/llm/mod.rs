@@ -136,7 +136,8 @@ impl LlmPlanner {
             .intent
             .replace("{{cards}}", &cards)
             .replace("{{history}}", &render_history(history))
-            .replace("{{pending}}", &render_pending(pending));
+            .replace("{{pending}}", &render_pending(pending))
+            .replace("{{candidates}}", &render_candidates(&crate::planner::intent::recognize(registry, query)));
         let messages = [Message::system(system), Message::user(query)];
         let text = self.client.complete(&messages, Some(intent_format()), Self::timeout(registry)).await?;
         let value = parse::extract_json(&text)
@@ -300,6 +301,31 @@ fn render_cards(agents: &[&Agent], with_schema: bool) -> String {
                 ));
             }
             card
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The rule recognizer's best candidates for the intent prompt: one line each with its
+/// confidence, verdict and evidence (a hint for the model, never binding).
+pub fn render_candidates(rec: &crate::matching::Recognition) -> String {
+    let top = rec.top(crate::planner::intent::CANDIDATES_SHOWN);
+    if top.is_empty() {
+        return "（无：规则识别没有找到相关的能力卡片）".to_string();
+    }
+    top.iter()
+        .map(|c| {
+            let verdict = if rec.selected.iter().any(|s| s.id == c.id) {
+                "规则已选中"
+            } else if c.evidence.iter().any(|e| matches!(e, crate::matching::Evidence::Negated { .. })) {
+                "用户否定了"
+            } else if rec.uncertain.iter().any(|u| u.id == c.id) {
+                "不确定"
+            } else {
+                "证据很弱"
+            };
+            let evidence: Vec<String> = c.evidence.iter().map(ToString::to_string).collect();
+            format!("- {}（置信度 {:.2}，{verdict}）：{}", c.id, c.confidence, evidence.join("；"))
         })
         .collect::<Vec<_>>()
         .join("\n")

@@ -4,9 +4,14 @@
 //!
 //! - [`terms`]: CJK-aware term matching of keywords, names and examples.
 //! - [`extract`]: semantic-key extractors (`extract:` rules of a capability card).
+//! - [`tokenize`]: text analysis (jieba segmentation, bigrams, stemming, concept lexicon).
+//! - [`recognize`]: the scoring recognizer (which cards a query asks for, with evidence).
 
 pub mod extract;
+pub mod recognize;
 pub mod terms;
+pub mod tokenize;
 
 pub use extract::Extractor;
+pub use recognize::{CardScore, Evidence, Recognition, Recognizer, Selected};
 pub use terms::{find_term, normalize, Term, TermMatcher};

@@ -1,14 +1,15 @@
 //! Rule-based intent recognition (docs/planning.md): capability-card matching and the built-in
 //! lexicons of simple intents.
 //!
-//! Matching is CJK-aware: a term containing non-ASCII characters matches as a substring, an ASCII
-//! term only as a whole word (case-insensitive), so `hotel` does not fire on `hotels-r-us-ish`
-//! noise and `酒店` fires inside `北京的酒店`. Several agents can match one query (multi-intent);
-//! they are ordered by where they are first mentioned.
+//! Card matching is the registry's scoring recognizer ([`crate::matching::recognize`]): keywords
+//! and names (CJK as substrings, Latin as whole words), similarity to the card's name,
+//! description and examples, distinctive entities, clause by clause, with negation scope.
+//! Several agents can match one query (multi-intent); they are ordered by where they are first
+//! mentioned.
 
 use serde::Serialize;
 
-use crate::matching::{find_term, normalize, Term};
+use crate::matching::{find_term, Recognition, Term};
 use crate::registry::Registry;
 
 /// The language of user-facing text; it lives in [`crate::text`] (kept here for existing paths).
@@ -163,17 +164,20 @@ pub fn simple_intent(lower: &str) -> Option<SimpleIntent> {
     LEXICONS.iter().find_map(|(terms, intent)| any_term(lower, terms).then_some(*intent))
 }
 
-/// Enabled agents mentioned in the query, ordered by first mention: `(offset, agent id)`.
+/// Enabled agents the query confidently asks for, ordered by first mention:
+/// `(offset, agent id)` (the `selected` cards of [`recognize`]).
 pub fn match_agents(registry: &Registry, query: &str) -> Vec<(usize, String)> {
-    let lower = query.to_lowercase();
-    let normalized = normalize(query);
-    let mut hits: Vec<(usize, String)> = registry
-        .enabled()
-        .filter_map(|a| a.matcher.find(&lower, &normalized).map(|pos| (pos, a.spec.id.clone())))
-        .collect();
-    hits.sort();
-    hits
+    recognize(registry, query).hits()
 }
+
+/// The full recognition of `query` against the registry's enabled cards: selected cards,
+/// uncertain ones (for a did-you-mean question) and the scored candidates with their evidence.
+pub fn recognize(registry: &Registry, query: &str) -> Recognition {
+    registry.recognizer.recognize(query)
+}
+
+/// How many candidates go into `intent_done` metadata and the intent prompt.
+pub const CANDIDATES_SHOWN: usize = 5;
 
 #[cfg(test)]
 mod tests {

@@ -58,7 +58,7 @@ pub struct IntentResult {
     pub intent: Vec<String>,
     /// A simple intent, if one was recognized.
     pub simple: Option<SimpleIntent>,
-    /// 1.0 for keyword matches, lower for fallbacks (rule mode is deterministic).
+    /// The lowest confidence of the recognized cards; 1.0 for a simple intent, 0.3 for nothing.
     pub confidence: f32,
     /// Why (internal).
     pub reason: String,
@@ -69,6 +69,8 @@ pub struct IntentResult {
     pub lang: Lang,
     /// `true` when the turn continues the pending clarification.
     pub resumes_pending: bool,
+    /// The recognizer's best cards with confidence and evidence (selected, uncertain, negated).
+    pub candidates: Vec<crate::matching::CardScore>,
 }
 
 /// Why a turn is handed to a human.
@@ -142,6 +144,7 @@ impl TurnPlan {
             rewritten_query: query.to_string(),
             lang,
             resumes_pending: false,
+            candidates: Vec::new(),
         };
         Self { intent, decision: Decision::Cancel }
     }
@@ -158,17 +161,23 @@ impl TurnPlan {
 pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnPlan {
     let lang = Lang::detect(input.query);
     let lower = input.query.to_lowercase();
-    let hits = intent::match_agents(registry, input.query);
+    let recognition = intent::recognize(registry, input.query);
+    let hits = recognition.hits();
     let simple = intent::simple_intent(&lower);
     let cancel = intent::is_cancel(&lower);
     let mut result = IntentResult {
         intent: hits.iter().map(|(_, id)| id.clone()).collect(),
         simple,
-        confidence: if hits.is_empty() && simple.is_none() { 0.3 } else { 1.0 },
+        confidence: match recognition.selected.iter().map(|s| s.confidence).reduce(f32::min) {
+            Some(c) => c,
+            None if simple.is_none() => 0.3,
+            None => 1.0,
+        },
         reason: String::new(),
         rewritten_query: input.query.to_string(),
         lang,
         resumes_pending: false,
+        candidates: recognition.top(intent::CANDIDATES_SHOWN),
     };
     let src =
         KeySources { text: input.query, slots: input.slots, session_slots: input.session_slots, today: input.today };
@@ -238,7 +247,7 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnPlan {
 
     if !hits.is_empty() {
         let (plan, found) = fresh_plan(registry, &hits, input.query, src, input.plan_id, lang);
-        let reason = format!("keyword match: {}", result.intent.join(", "));
+        let reason = format!("recognized: {}", result.intent.join(", "));
         return decide(result, &reason, Decision::Plan { plan, found, mode: PlanMode::Fresh });
     }
 

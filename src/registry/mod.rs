@@ -20,7 +20,7 @@ use crate::config::{
     compile_schema, key_subschema, AgentSpec, ConfigError, ConfigErrors, LoadedConfig, PlannerSettings, Prompts,
     Protocol, SemanticKeySpec, SupervisorSettings,
 };
-use crate::matching::{Extractor, TermMatcher};
+use crate::matching::{Extractor, Recognizer, TermMatcher};
 use crate::text::Texts;
 
 /// One semantic key of a capability card, compiled.
@@ -116,6 +116,8 @@ pub struct Registry {
     texts: Arc<Texts>,
     /// Every file read: what hot reload watches.
     pub sources: Vec<std::path::PathBuf>,
+    /// The intent recognizer over the enabled, available cards, compiled for this snapshot.
+    pub recognizer: Recognizer,
     agents: Vec<Arc<Agent>>,
     index: HashMap<String, usize>,
 }
@@ -180,6 +182,9 @@ impl Registry {
             }));
         }
         let index = agents.iter().enumerate().map(|(i, a)| (a.spec.id.clone(), i)).collect();
+        let usable: Vec<&AgentSpec> =
+            agents.iter().filter(|a| a.spec.enabled && a.unavailable.is_none()).map(|a| &a.spec).collect();
+        let recognizer = Recognizer::new(&usable, &loaded.file.lists);
         Ok(Self {
             version,
             hash: loaded.hash,
@@ -191,6 +196,7 @@ impl Registry {
             widgets: Arc::new(loaded.widgets),
             texts: loaded.texts,
             sources: loaded.sources,
+            recognizer,
             agents,
             index,
         })
@@ -306,12 +312,30 @@ impl RegistryHandle {
     /// Applies the result of re-reading the config: swaps in a new snapshot when valid and
     /// different, keeps the serving one otherwise. Only the reload loop calls this.
     pub fn apply(&self, result: Result<LoadedConfig, ConfigErrors>) -> ReloadOutcome {
+        self.apply_checked(result, &|_| Vec::new())
+    }
+
+    /// [`apply`](Self::apply) with a last check of the compiled snapshot before it is swapped
+    /// in (the routing tests): any error it returns rejects the reload like an invalid file.
+    pub fn apply_checked(
+        &self,
+        result: Result<LoadedConfig, ConfigErrors>,
+        check: &dyn Fn(&Registry) -> Vec<ConfigError>,
+    ) -> ReloadOutcome {
         let old = self.load();
         let outcome = match result {
             Ok(loaded) if loaded.hash == old.hash => ReloadOutcome::Unchanged { version: old.version },
             Ok(loaded) => {
                 let version = self.next_version.load(Ordering::SeqCst);
-                match Registry::from_config(loaded, version) {
+                let checked = Registry::from_config(loaded, version).and_then(|new| {
+                    let errors = check(&new);
+                    if errors.is_empty() {
+                        Ok(new)
+                    } else {
+                        Err(ConfigErrors(errors))
+                    }
+                });
+                match checked {
                     Ok(new) => {
                         self.next_version.fetch_add(1, Ordering::SeqCst);
                         let (added, removed, changed) = diff(&old, &new);

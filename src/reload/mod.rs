@@ -121,7 +121,8 @@ pub fn spawn(handle: Arc<RegistryHandle>, path: PathBuf, watch_files: bool) -> R
                 }
                 else => break,
             };
-            let outcome = handle.apply(snapshot::load_snapshot(&path).await);
+            let loaded = snapshot::load_snapshot(&path).await;
+            let outcome = handle.apply_checked(loaded, &routing_gate);
             last_failed = matches!(outcome, ReloadOutcome::Rejected { .. });
             match &outcome {
                 ReloadOutcome::Swapped { version, .. } => crate::metrics::reload("ok", *version),
@@ -138,6 +139,15 @@ pub fn spawn(handle: Arc<RegistryHandle>, path: PathBuf, watch_files: bool) -> R
         }
     });
     Ok(reloader)
+}
+
+/// The routing tests of a new snapshot, when its `supervisor.reload_requires_routing_tests` is on.
+fn routing_gate(registry: &crate::registry::Registry) -> Vec<crate::config::ConfigError> {
+    if registry.settings.reload_requires_routing_tests {
+        crate::routing::check_registry(registry)
+    } else {
+        Vec::new()
+    }
 }
 
 /// The directories holding `sources` (and the config itself).

@@ -128,11 +128,31 @@ pub fn blocked_text(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String 
     registry.texts().get(lang, "blocked-ask", &[("keys", lines.join("\n").into())])
 }
 
-/// What the assistant can do, one line per enabled capability card's description.
+/// What the assistant can do, one line per enabled capability card's description; grouped under
+/// their domain (in first-seen order) when cards declare one.
 fn capabilities(registry: &Registry, lang: Lang) -> String {
-    registry
-        .enabled()
-        .map(|a| registry.texts().get(lang, "list-item", &[("text", a.task_description().into())]))
+    let texts = registry.texts();
+    let line = |a: &crate::registry::Agent| texts.get(lang, "list-item", &[("text", a.task_description().into())]);
+    if registry.enabled().all(|a| a.spec.domain.is_none()) {
+        return registry.enabled().map(|a| line(a)).collect::<Vec<_>>().join("\n");
+    }
+    let mut groups: Vec<(Option<&str>, Vec<String>)> = Vec::new();
+    for a in registry.enabled() {
+        let d = a.spec.domain.as_deref().map(str::trim).filter(|d| !d.is_empty());
+        match groups.iter_mut().find(|(g, _)| *g == d) {
+            Some((_, lines)) => lines.push(line(a)),
+            None => groups.push((d, vec![line(a)])),
+        }
+    }
+    // Cards without a domain come last.
+    groups.sort_by_key(|(d, _)| d.is_none());
+    groups
+        .into_iter()
+        .map(|(d, lines)| {
+            let lines = lines.into_iter().map(|l| format!("  {l}")).collect::<Vec<_>>().join("\n");
+            let other = texts.get(lang, "capabilities-other-domain", &[]);
+            format!("{}:\n{lines}", d.map_or(other, str::to_string))
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }

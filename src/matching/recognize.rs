@@ -1,0 +1,1186 @@
+//! The scoring recognizer: which capability cards a query asks for, with a calibrated confidence
+//! and the evidence for each. Compiled once per registry snapshot ([`Recognizer::new`]), applied
+//! per turn ([`Recognizer::recognize`]). Pure: no IO, no clock.
+//!
+//! How a query is scored:
+//! 1. It is split into clauses (punctuation and connectives such as 然后 / 顺便 / 另外 / and /
+//!    then / also), each scored on its own, so each clause can bring its own card.
+//! 2. Per clause and card, evidence is summed into a raw score:
+//!    - **keyword**: a keyword or the name found (CJK as substring, Latin as whole word, also by
+//!      stem), or the whole query equal to one of the examples — strong;
+//!    - **terms**: the clause's words, Chinese bigrams and lexicon concepts shared with the card's
+//!      name / keywords / description / examples, weighted by field and by an IDF computed over
+//!      the registry's cards (normalized so scores compare across registry sizes);
+//!    - **similar example**: the share of an example's weighted terms the clause covers;
+//!    - **entity**: a semantic-key extractor of the card matching with a distinctive rule
+//!      (`pattern`, or a `values` list), divided among the cards owning the same rule; generic
+//!      types (date, time, number) are no evidence.
+//! 3. Negation and correction cues (不用 / 不要 / 别 / 不需要 / 取消 / 算了 / 不想 / 不是 /
+//!    don't / do not / no need / not / instead of / rather than …) remove, in their clause only,
+//!    the cards whose evidence lies in their scope.
+//! 4. The raw score is mapped to a confidence in [0, 1] (logistic). In a clause, cards found by
+//!    keyword are selected; others when confident and close to the clause's best.
+//!    Confident cards are [`Recognition::selected`] (ordered by first mention); plausible ones
+//!    that are not are [`Recognition::uncertain`] (what a did-you-mean question would offer).
+//!
+//! With many cards (more than [`DOMAIN_GATE`]) that declare a `domain`, domains are scored first
+//! and only cards of the best domains (plus cards found by keyword) are scored.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use aho_corasick::{AhoCorasick, MatchKind};
+use regex::Regex;
+use serde::Serialize;
+
+use super::terms::{find_term, normalize, Term};
+use super::tokenize::{analyze_normalized, words, Normalized, TokKind, Token};
+use crate::config::{AgentSpec, ExtractSpec, ValueType};
+
+/// Past this many cards, cards with a `domain` are pre-selected by domain.
+pub const DOMAIN_GATE: usize = 30;
+
+/// Confidence from which a card is selected.
+pub const SELECT: f32 = 0.5;
+/// Confidence from which a card that is not selected is listed as uncertain.
+pub const UNCERTAIN: f32 = 0.2;
+
+// Weights (set on the demo config's tuning set; see tests/recognition.rs).
+const W_KEYWORD: f32 = 2.5;
+const W_EXAMPLE: f32 = 1.5;
+const W_PATTERN: f32 = 2.0;
+const W_VALUES: f32 = 1.5;
+const W_ENTITY_WEAK: f32 = 0.5;
+const Q_WORD: f32 = 1.0;
+const Q_BIGRAM: f32 = 0.35;
+const Q_CONCEPT: f32 = 0.8;
+const Q_CHAR: f32 = 0.2;
+const CONCEPT_REPEAT: f32 = 0.5;
+/// A one-character Chinese word (订, 车, 住) is ambiguous.
+const Q_SINGLE_CHAR: f32 = 0.6;
+/// A query span already counted for a card (by a word) counts this much again (by its concept
+/// or bigram).
+const OVERLAP: f32 = 0.3;
+/// Subtracted when the clause is about a topic (a lexicon concept) no card covers and this card
+/// shares none of the clause's topics ("订火车票" against a hotel card).
+const OFF_TOPIC: f32 = 0.8;
+/// Weight of evidence lying inside a word of the card's key descriptions ("明天入住" answers
+/// 入住日期; it does not ask for a hotel).
+const SLOT_WORD: f32 = 0.25;
+const F_NAME: f32 = 1.0;
+const F_KEYWORD: f32 = 1.0;
+const F_EXAMPLE: f32 = 0.8;
+const F_DESCRIPTION: f32 = 0.7;
+/// Raw score at which confidence is 0.5 (fitted on the demo tuning set: midpoint between the
+/// lowest right card, 1.41, and the highest wrong one, 1.23), and the logistic slope.
+const THETA: f32 = 1.35;
+const SLOPE: f32 = 2.0;
+/// A card found without keyword is selected only within this ratio of the clause's best score.
+const RIVAL: f32 = 0.7;
+/// Analysis stops after this many bytes of query (a turn is not a document).
+const MAX_QUERY: usize = 2000;
+
+/// Where a shared term was found on the card.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Field {
+    /// The card's name.
+    Name,
+    /// One of its keywords.
+    Keyword,
+    /// One of its examples.
+    Example,
+    /// Its description.
+    Description,
+}
+
+impl Field {
+    fn weight(self) -> f32 {
+        match self {
+            Self::Name => F_NAME,
+            Self::Keyword => F_KEYWORD,
+            Self::Example => F_EXAMPLE,
+            Self::Description => F_DESCRIPTION,
+        }
+    }
+}
+
+/// One piece of evidence for (or against) a card.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Evidence {
+    /// A keyword or the card's name appears in the query (or the query is one of its examples).
+    Keyword {
+        /// The term as configured.
+        term: String,
+    },
+    /// The clause resembles one of the card's examples.
+    SimilarExample {
+        /// The example.
+        example: String,
+        /// Share of the example's weighted terms found in the clause (0..1).
+        similarity: f32,
+    },
+    /// Words and concepts shared with the card's text.
+    Terms {
+        /// The field contributing most.
+        field: Field,
+        /// The query's words (`word` or `word→#concept`).
+        terms: Vec<String>,
+    },
+    /// A value one of the card's semantic-key extractors recognizes with a distinctive rule.
+    Entity {
+        /// The semantic key.
+        key: String,
+        /// The value as written in the query.
+        value: String,
+    },
+    /// A negation or correction governs the card's mention: not planned.
+    Negated {
+        /// The cue.
+        cue: String,
+    },
+}
+
+impl std::fmt::Display for Evidence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Keyword { term } => write!(f, "keyword {term:?}"),
+            Self::SimilarExample { example, similarity } => write!(f, "similar example {example:?} ({similarity:.2})"),
+            Self::Terms { field, terms } => {
+                let field = match field {
+                    Field::Name => "name",
+                    Field::Keyword => "keyword",
+                    Field::Example => "example",
+                    Field::Description => "description",
+                };
+                write!(f, "{field} terms: {}", terms.join(", "))
+            }
+            Self::Entity { key, value } => write!(f, "entity {key} = {value:?}"),
+            Self::Negated { cue } => write!(f, "negated by {cue:?}"),
+        }
+    }
+}
+
+/// A card's score for a query.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CardScore {
+    /// The agent id.
+    pub id: String,
+    /// Calibrated confidence (0..1, two decimals).
+    pub confidence: f32,
+    /// Why.
+    pub evidence: Vec<Evidence>,
+    /// Raw score (sum of weighted evidence), for `switchboard explain`.
+    #[serde(skip)]
+    pub raw: f32,
+}
+
+/// A selected card.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Selected {
+    /// The agent id.
+    pub id: String,
+    /// Byte offset of its first mention in the query.
+    pub offset: usize,
+    /// Its confidence.
+    pub confidence: f32,
+}
+
+/// The outcome of recognizing one query.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Recognition {
+    /// Confident cards, ordered by first mention: what gets planned.
+    pub selected: Vec<Selected>,
+    /// Plausible cards that are not confident (nor negated), best first: what a did-you-mean
+    /// question would list.
+    pub uncertain: Vec<CardScore>,
+    /// Every card with any evidence, best first (selected, uncertain, negated and weak ones).
+    pub candidates: Vec<CardScore>,
+    /// The clauses the query was split into.
+    pub clauses: Vec<String>,
+}
+
+impl Recognition {
+    /// `(offset, id)` of the selected cards, in order of mention.
+    pub fn hits(&self) -> Vec<(usize, String)> {
+        self.selected.iter().map(|s| (s.offset, s.id.clone())).collect()
+    }
+
+    /// The `n` best candidates.
+    pub fn top(&self, n: usize) -> Vec<CardScore> {
+        self.candidates.iter().take(n).cloned().collect()
+    }
+
+    /// The candidate entry of `id`, if it has any evidence.
+    pub fn score(&self, id: &str) -> Option<&CardScore> {
+        self.candidates.iter().find(|c| c.id == id)
+    }
+}
+
+enum EntityRule {
+    Pattern(Regex),
+    Values(Vec<Term>),
+    Email(Regex),
+    Phone(Regex),
+}
+
+struct EntitySource {
+    rule: EntityRule,
+    weight: f32,
+    /// (card, key) pairs using this rule.
+    users: Vec<(u32, String)>,
+}
+
+struct Example {
+    text: String,
+    mass: f32,
+}
+
+struct Card {
+    id: String,
+    domain: Option<u32>,
+    examples: Vec<Example>,
+    /// Words of its semantic keys' descriptions (入住, 日期): in a query they describe a value
+    /// being supplied rather than ask for the card, so evidence inside them counts little.
+    slot_words: Vec<String>,
+    /// Lower-cased name, keywords, description and examples: a cue word the card itself uses
+    /// (a "cancel booking" card) is not a negation for it.
+    own_text: String,
+}
+
+#[derive(Clone, Copy)]
+struct Posting {
+    card: u32,
+    weight: f32,
+    field: Field,
+}
+
+/// The recognizer of one registry snapshot.
+pub struct Recognizer {
+    cards: Vec<Card>,
+    domains: Vec<String>,
+    /// term -> normalized IDF over cards.
+    idf: HashMap<String, f32>,
+    /// term -> cards having it (best field).
+    postings: HashMap<String, Vec<Posting>>,
+    /// term -> (card, example, weight of the term in that example).
+    example_postings: HashMap<String, Vec<(u32, u16, f32)>>,
+    /// Domain scoring: term -> (domain, weight), domain IDF.
+    domain_postings: HashMap<String, Vec<(u32, f32)>>,
+    gate_domains: bool,
+    keywords: Option<AhoCorasick>,
+    /// Per keyword pattern: card, term as configured, whole-word match required.
+    keyword_meta: Vec<(u32, String, bool)>,
+    /// Latin keywords as stem sequences (card, stems, term).
+    keyword_stems: Vec<(u32, Vec<String>, String)>,
+    /// Normalized example -> cards (exact example match).
+    exact_examples: HashMap<String, Vec<u32>>,
+    entities: Vec<EntitySource>,
+    /// Concept terms of the lexicon that are actions or facets, not topics (`#booking`).
+    generic: HashSet<String>,
+}
+
+impl std::fmt::Debug for Recognizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recognizer").field("cards", &self.cards.len()).field("terms", &self.idf.len()).finish()
+    }
+}
+
+/// A card to compile: its spec (name, description, keywords, examples, domain, keys).
+pub type CardInput<'a> = &'a AgentSpec;
+
+impl Recognizer {
+    /// Compiles the recognizer over `cards` (the enabled, available ones), resolving
+    /// `values_from` against `lists`.
+    pub fn new(cards: &[CardInput<'_>], lists: &BTreeMap<String, Vec<String>>) -> Self {
+        let mut domains: Vec<String> = Vec::new();
+        let mut compiled = Vec::with_capacity(cards.len());
+        // Per card: term -> (best field weight, field); per example: term -> query weight.
+        let mut card_terms: Vec<HashMap<String, (f32, Field)>> = Vec::with_capacity(cards.len());
+        let mut example_terms: Vec<Vec<HashMap<String, f32>>> = Vec::with_capacity(cards.len());
+        for spec in cards {
+            let mut terms: HashMap<String, (f32, Field)> = HashMap::new();
+            let mut add = |text: &str, field: Field| {
+                for t in analyze_normalized(&Normalized::new(text)) {
+                    let w = field.weight();
+                    let e = terms.entry(t.term).or_insert((w, field));
+                    if w > e.0 {
+                        *e = (w, field);
+                    }
+                }
+            };
+            add(&spec.name, Field::Name);
+            for k in &spec.keywords {
+                add(k, Field::Keyword);
+            }
+            add(&spec.description, Field::Description);
+            for e in &spec.examples {
+                add(e, Field::Example);
+            }
+            let examples: Vec<HashMap<String, f32>> = spec
+                .examples
+                .iter()
+                .map(|e| {
+                    let mut m: HashMap<String, f32> = HashMap::new();
+                    for t in analyze_normalized(&Normalized::new(e)) {
+                        let w = kind_weight(t.kind);
+                        let v = m.entry(t.term).or_insert(0.0);
+                        *v = v.max(w);
+                    }
+                    m
+                })
+                .collect();
+            let domain = spec.domain.as_deref().map(str::trim).filter(|d| !d.is_empty()).map(|d| {
+                match domains.iter().position(|x| x == d) {
+                    Some(i) => i as u32,
+                    None => {
+                        domains.push(d.to_string());
+                        (domains.len() - 1) as u32
+                    }
+                }
+            });
+            let own_text = std::iter::once(spec.name.as_str())
+                .chain(spec.keywords.iter().map(String::as_str))
+                .chain([spec.description.as_str()])
+                .chain(spec.examples.iter().map(String::as_str))
+                .map(|t| Normalized::new(t).text)
+                .collect::<Vec<_>>()
+                .join("\n");
+            let mut slot_words: Vec<String> = Vec::new();
+            for k in &spec.required_semantic_keys {
+                for t in analyze_normalized(&Normalized::new(&k.description)) {
+                    if t.kind == TokKind::Word && t.term.chars().count() >= 2 && !slot_words.contains(&t.term) {
+                        slot_words.push(t.term);
+                    }
+                }
+            }
+            compiled.push(Card { id: spec.id.clone(), domain, examples: Vec::new(), slot_words, own_text });
+            card_terms.push(terms);
+            example_terms.push(examples);
+        }
+
+        // Normalized IDF over cards: 1.0 for a term of one card, towards 0 for a term of all.
+        let n = cards.len().max(1) as f32;
+        let raw_idf = |df: f32| (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+        let top = raw_idf(1.0);
+        let mut df: HashMap<&str, u32> = HashMap::new();
+        for terms in &card_terms {
+            for t in terms.keys() {
+                *df.entry(t.as_str()).or_default() += 1;
+            }
+        }
+        let idf: HashMap<String, f32> = df.iter().map(|(t, &d)| ((*t).to_string(), raw_idf(d as f32) / top)).collect();
+
+        let mut postings: HashMap<String, Vec<Posting>> = HashMap::new();
+        for (i, terms) in card_terms.iter().enumerate() {
+            for (t, &(weight, field)) in terms {
+                postings.entry(t.clone()).or_default().push(Posting { card: i as u32, weight, field });
+            }
+        }
+        let mut example_postings: HashMap<String, Vec<(u32, u16, f32)>> = HashMap::new();
+        for (i, examples) in example_terms.iter().enumerate() {
+            for (j, terms) in examples.iter().enumerate() {
+                let mut mass = 0.0;
+                for (t, &w) in terms {
+                    let w = w * idf.get(t).copied().unwrap_or(0.0);
+                    mass += w;
+                    example_postings.entry(t.clone()).or_default().push((i as u32, j as u16, w));
+                }
+                compiled[i].examples.push(Example { text: cards[i].examples[j].clone(), mass });
+            }
+        }
+
+        // Domains: one document per domain (its cards' terms and its name).
+        let gate_domains = cards.len() > DOMAIN_GATE && domains.len() > 1;
+        let mut domain_postings: HashMap<String, Vec<(u32, f32)>> = HashMap::new();
+        if gate_domains {
+            let mut dterms: Vec<HashMap<String, f32>> = vec![HashMap::new(); domains.len()];
+            for (i, terms) in card_terms.iter().enumerate() {
+                if let Some(d) = compiled[i].domain {
+                    for (t, &(w, _)) in terms {
+                        let e = dterms[d as usize].entry(t.clone()).or_insert(0.0);
+                        *e = e.max(w);
+                    }
+                }
+            }
+            for (d, name) in domains.iter().enumerate() {
+                for t in analyze_normalized(&Normalized::new(name)) {
+                    dterms[d].insert(t.term, F_NAME);
+                }
+            }
+            let nd = domains.len() as f32;
+            let didf = |df: f32| (1.0 + (nd - df + 0.5) / (df + 0.5)).ln() / (1.0 + (nd - 0.5) / 1.5).ln();
+            let mut ddf: HashMap<&str, u32> = HashMap::new();
+            for terms in &dterms {
+                for t in terms.keys() {
+                    *ddf.entry(t.as_str()).or_default() += 1;
+                }
+            }
+            for (d, terms) in dterms.iter().enumerate() {
+                for (t, &w) in terms {
+                    let x = didf(ddf[t.as_str()] as f32);
+                    domain_postings.entry(t.clone()).or_default().push((d as u32, w * x));
+                }
+            }
+        }
+
+        // Keywords and names: one automaton for the registry.
+        let mut patterns = Vec::new();
+        let mut keyword_meta = Vec::new();
+        let mut keyword_stems = Vec::new();
+        let mut exact_examples: HashMap<String, Vec<u32>> = HashMap::new();
+        for (i, spec) in cards.iter().enumerate() {
+            for term in spec.keywords.iter().chain([&spec.name]) {
+                let lower = Normalized::new(term.trim()).text;
+                if lower.is_empty() {
+                    continue;
+                }
+                let word = lower.is_ascii();
+                if word {
+                    let stems: Vec<String> = words(&lower).into_iter().map(|w| w.stem).collect();
+                    if !stems.is_empty() {
+                        keyword_stems.push((i as u32, stems, term.clone()));
+                    }
+                }
+                patterns.push(lower);
+                keyword_meta.push((i as u32, term.clone(), word));
+            }
+            for e in &spec.examples {
+                let key = normalize(e);
+                if !key.is_empty() {
+                    exact_examples.entry(key).or_default().push(i as u32);
+                }
+            }
+        }
+        let keywords = AhoCorasick::builder().match_kind(MatchKind::Standard).build(&patterns).ok();
+
+        // Entities: one source per distinct rule, owned by the cards using it.
+        let mut entities: Vec<EntitySource> = Vec::new();
+        let mut by_rule: HashMap<String, usize> = HashMap::new();
+        for (i, spec) in cards.iter().enumerate() {
+            for k in &spec.required_semantic_keys {
+                let Some(x) = &k.extract else { continue };
+                let Some(rule_key) = rule_key(x) else { continue };
+                let idx = match by_rule.get(&rule_key) {
+                    Some(&idx) => idx,
+                    None => {
+                        let Some((rule, weight)) = build_rule(x, lists) else { continue };
+                        entities.push(EntitySource { rule, weight, users: Vec::new() });
+                        by_rule.insert(rule_key, entities.len() - 1);
+                        entities.len() - 1
+                    }
+                };
+                entities[idx].users.push((i as u32, k.key.clone()));
+            }
+        }
+
+        Self {
+            cards: compiled,
+            domains,
+            idf,
+            postings,
+            example_postings,
+            domain_postings,
+            gate_domains,
+            keywords,
+            keyword_meta,
+            keyword_stems,
+            exact_examples,
+            entities,
+            generic: super::tokenize::generic_concepts().into_iter().map(|c| format!("#{c}")).collect(),
+        }
+    }
+
+    /// Number of cards compiled.
+    pub fn len(&self) -> usize {
+        self.cards.len()
+    }
+
+    /// `true` when no card was compiled.
+    pub fn is_empty(&self) -> bool {
+        self.cards.is_empty()
+    }
+
+    /// The domains declared by the cards, in first-seen order.
+    pub fn domains(&self) -> &[String] {
+        &self.domains
+    }
+
+    /// Recognizes the cards `query` asks for.
+    pub fn recognize(&self, query: &str) -> Recognition {
+        let mut cut = query.len().min(MAX_QUERY);
+        while !query.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let query = &query[..cut];
+        if self.cards.is_empty() || !query.chars().any(char::is_alphanumeric) {
+            return Recognition::default();
+        }
+        let norm = Normalized::new(query);
+        let clauses = split_clauses(&norm);
+        let tokens = analyze_normalized(&norm);
+        let cues = find_cues(&norm);
+        let keyword_hits = self.keyword_hits(query, &norm);
+
+        let mut per_card: HashMap<u32, CardAgg> = HashMap::new();
+        let mut any_selected = false;
+        for &(s, e) in &clauses {
+            let clause = Clause { start: norm.orig(s), end: norm.orig(e) };
+            let scored = self.score_clause(query, &norm, clause, &tokens, &keyword_hits, &cues);
+            any_selected |= scored.iter().any(|c| c.selected);
+            merge(&mut per_card, scored);
+        }
+        if !any_selected && clauses.len() > 1 {
+            // Evidence split across clauses ("somewhere to stay, in Chengdu"): the whole query.
+            let whole = Clause { start: 0, end: query.len() };
+            let scored = self.score_clause(query, &norm, whole, &tokens, &keyword_hits, &cues);
+            merge(&mut per_card, scored);
+        }
+
+        let mut selected: Vec<Selected> = Vec::new();
+        let mut candidates: Vec<CardScore> = Vec::new();
+        let mut uncertain: Vec<CardScore> = Vec::new();
+        for (card, agg) in per_card {
+            let id = self.cards[card as usize].id.clone();
+            let confidence = round2(agg.confidence);
+            let mut evidence = agg.evidence;
+            if agg.selected.is_none() {
+                if let Some(cue) = &agg.negated {
+                    evidence.push(Evidence::Negated { cue: cue.clone() });
+                }
+            }
+            let score = CardScore { id: id.clone(), confidence, evidence, raw: agg.raw };
+            match agg.selected {
+                Some(offset) => selected.push(Selected { id, offset, confidence }),
+                None if agg.negated.is_none() && agg.confidence >= UNCERTAIN => uncertain.push(score.clone()),
+                None => {}
+            }
+            candidates.push(score);
+        }
+        selected.sort_by(|a, b| a.offset.cmp(&b.offset).then_with(|| a.id.cmp(&b.id)));
+        let by_conf = |a: &CardScore, b: &CardScore| {
+            b.raw.partial_cmp(&a.raw).unwrap_or(std::cmp::Ordering::Equal).then_with(|| a.id.cmp(&b.id))
+        };
+        candidates.sort_by(by_conf);
+        uncertain.sort_by(by_conf);
+        Recognition {
+            selected,
+            uncertain,
+            candidates,
+            clauses: clauses.iter().map(|&(s, e)| query[norm.orig(s)..norm.orig(e)].trim().to_string()).collect(),
+        }
+    }
+
+    fn keyword_hits(&self, query: &str, norm: &Normalized) -> Vec<(u32, usize, usize, String)> {
+        let mut hits = Vec::new();
+        let text = norm.text.as_str();
+        let bytes = text.as_bytes();
+        if let Some(ac) = &self.keywords {
+            for m in ac.find_overlapping_iter(text) {
+                let (card, term, word) = &self.keyword_meta[m.pattern().as_usize()];
+                if *word {
+                    let before_ok = m.start() == 0 || !bytes[m.start() - 1].is_ascii_alphanumeric();
+                    let after_ok = m.end() >= bytes.len() || !bytes[m.end()].is_ascii_alphanumeric();
+                    if !(before_ok && after_ok) {
+                        continue;
+                    }
+                }
+                hits.push((*card, norm.orig(m.start()), norm.orig(m.end()), term.clone()));
+            }
+        }
+        if !self.keyword_stems.is_empty() {
+            let ws = words(text);
+            for (card, stems, term) in &self.keyword_stems {
+                for k in 0..ws.len() {
+                    if stems.len() <= ws.len() - k && stems.iter().zip(&ws[k..]).all(|(s, w)| *s == w.stem) {
+                        let (s, e) = (norm.orig(ws[k].start), norm.orig(ws[k + stems.len() - 1].end));
+                        hits.push((*card, s, e, term.clone()));
+                        break;
+                    }
+                }
+            }
+        }
+        if let Some(cards) = self.exact_examples.get(&normalize(query)) {
+            for &card in cards {
+                hits.push((card, 0, query.len(), self.cards[card as usize].examples_text_for(query)));
+            }
+        }
+        hits
+    }
+
+    /// Domains allowed for this clause (None = all).
+    fn domain_gate(&self, terms: &HashMap<&str, f32>) -> Option<Vec<bool>> {
+        if !self.gate_domains {
+            return None;
+        }
+        let mut score = vec![0.0f32; self.domains.len()];
+        for (t, &wq) in terms {
+            if let Some(ps) = self.domain_postings.get(*t) {
+                for &(d, w) in ps {
+                    score[d as usize] += wq * w;
+                }
+            }
+        }
+        let best = score.iter().copied().fold(0.0, f32::max);
+        if best <= 0.0 {
+            return None;
+        }
+        let mut order: Vec<usize> = (0..score.len()).collect();
+        order.sort_by(|a, b| score[*b].partial_cmp(&score[*a]).unwrap_or(std::cmp::Ordering::Equal));
+        let mut allowed = vec![false; self.domains.len()];
+        for d in order.into_iter().take(3).filter(|&d| score[d] >= 0.5 * best) {
+            allowed[d] = true;
+        }
+        Some(allowed)
+    }
+
+    fn score_clause(
+        &self,
+        query: &str,
+        norm: &Normalized,
+        clause: Clause,
+        tokens: &[Token],
+        keyword_hits: &[(u32, usize, usize, String)],
+        cues: &[Cue],
+    ) -> Vec<ClauseScore> {
+        let text = &query[clause.start..clause.end];
+        let mut acc: HashMap<u32, Acc> = HashMap::new();
+
+        // Entities first: their spans are left out of term matching (words only).
+        let mut masks: Vec<(usize, usize)> = Vec::new();
+        let lower = Normalized::new(text);
+        for src in &self.entities {
+            let Some((s, e, value)) = src.rule.find(text, &lower) else { continue };
+            masks.push((clause.start + s, clause.start + e));
+            let mut owners: Vec<u32> = src.users.iter().map(|u| u.0).collect();
+            owners.sort_unstable();
+            owners.dedup();
+            let w = src.weight / owners.len() as f32;
+            for (card, key) in &src.users {
+                let a = acc.entry(*card).or_default();
+                if !a.entity_keys.contains(key) {
+                    a.entity += w;
+                    a.entity_keys.push(key.clone());
+                    a.evidence_entity.push(Evidence::Entity { key: key.clone(), value: value.clone() });
+                    a.spans.push((clause.start + s, w));
+                }
+            }
+        }
+
+        // Keywords.
+        for (card, s, _e, term) in keyword_hits.iter().filter(|h| h.1 >= clause.start && h.1 < clause.end) {
+            let a = acc.entry(*card).or_default();
+            if !a.keyword {
+                a.keyword = true;
+                a.evidence_kw.push(Evidence::Keyword { term: term.clone() });
+            }
+            a.spans.push((*s, W_KEYWORD));
+        }
+
+        // Terms: distinct clause terms with their best query weight and first span.
+        let mut terms: HashMap<&str, (f32, usize, usize, &Token)> = HashMap::new();
+        let mut concept_hits: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
+        for t in tokens.iter().filter(|t| t.start >= clause.start && t.start < clause.end) {
+            if t.kind == TokKind::Concept {
+                let spans = concept_hits.entry(t.term.as_str()).or_default();
+                if !spans.iter().any(|&(s, e)| t.start < e && t.end > s) {
+                    spans.push((t.start, t.end));
+                }
+            }
+            let masked = t.kind != TokKind::Concept && masks.iter().any(|&(s, e)| t.start < e && t.end > s);
+            if masked {
+                continue;
+            }
+            let mut w = kind_weight(t.kind);
+            if t.kind == TokKind::Word && t.term.chars().count() == 1 {
+                w *= Q_SINGLE_CHAR;
+            }
+            let e = terms.entry(t.term.as_str()).or_insert((w, t.start, t.end, t));
+            if w > e.0 {
+                e.0 = w;
+            }
+        }
+        let weights: HashMap<&str, f32> = terms.iter().map(|(t, v)| (*t, v.0)).collect();
+        let gate = self.domain_gate(&weights);
+        let allowed = |card: u32, acc: &HashMap<u32, Acc>| match &gate {
+            None => true,
+            Some(ok) => {
+                self.cards[card as usize].domain.is_none_or(|d| ok[d as usize])
+                    || acc.get(&card).is_some_and(|a| a.keyword)
+            }
+        };
+        let clause_norm = &norm.text[..];
+        let mut slot_spans: HashMap<u32, Vec<(usize, usize)>> = HashMap::new();
+        let mut in_slot = |card: u32, s: usize, e: usize| -> bool {
+            let spans = slot_spans.entry(card).or_insert_with(|| {
+                let mut v = Vec::new();
+                for w in &self.cards[card as usize].slot_words {
+                    for (i, _) in clause_norm.match_indices(w.as_str()) {
+                        let (a, b) = (norm.orig(i), norm.orig(i + w.len()));
+                        if a >= clause.start && b <= clause.end {
+                            v.push((a, b));
+                        }
+                    }
+                }
+                v
+            });
+            spans.iter().any(|&(a, b)| s >= a && e <= b)
+        };
+        for (term, &(wq, s, e, tok)) in &terms {
+            let Some(idf) = self.idf.get(*term).copied() else { continue };
+            // Several words of the query on one concept ("euros in yuan") weigh more.
+            let hits = concept_hits.get(term).map_or(1, Vec::len);
+            let wq = wq * (1.0 + CONCEPT_REPEAT * (hits.min(3) as f32 - 1.0));
+            if let Some(ps) = self.postings.get(*term) {
+                for p in ps {
+                    if !allowed(p.card, &acc) {
+                        continue;
+                    }
+                    let slot = in_slot(p.card, s, e);
+                    let c = wq * idf * p.weight * if slot { SLOT_WORD } else { 1.0 };
+                    let a = acc.entry(p.card).or_default();
+                    a.contributions.push((c, s, e));
+                    if tok.kind == TokKind::Concept && !slot && !self.generic.contains(*term) {
+                        a.topical = true;
+                    }
+                    let surface = &query[s..e];
+                    let shown =
+                        if tok.kind == TokKind::Concept { format!("{surface}→{term}") } else { surface.to_string() };
+                    a.term_list.push((c, shown, p.field));
+                }
+            }
+            if let Some(ps) = self.example_postings.get(*term) {
+                for &(card, ex, w) in ps {
+                    if !allowed(card, &acc) || in_slot(card, s, e) {
+                        continue;
+                    }
+                    *acc.entry(card).or_default().examples.entry(ex).or_default() += w;
+                }
+            }
+        }
+
+        // A topic of the clause no card knows: evidence the clause is about something else.
+        let unknown_topic = terms.iter().any(|(t, (_, _, _, tok))| {
+            tok.kind == TokKind::Concept && !self.idf.contains_key(*t) && !self.generic.contains(*t)
+        });
+
+        // Raw scores, negation, selection.
+        let mut out: Vec<ClauseScore> = Vec::with_capacity(acc.len());
+        for (card, mut a) in acc {
+            a.contributions
+                .sort_by(|x, y| y.0.partial_cmp(&x.0).unwrap_or(std::cmp::Ordering::Equal).then(x.1.cmp(&y.1)));
+            let mut counted: Vec<(usize, usize)> = Vec::new();
+            for &(c, s, e) in &a.contributions {
+                let overlaps = counted.iter().any(|&(cs, ce)| s < ce && e > cs);
+                let c = if overlaps { c * OVERLAP } else { c };
+                a.terms += c;
+                a.spans.push((s, c));
+                counted.push((s, e));
+            }
+            if unknown_topic && !a.topical && !a.keyword {
+                a.terms -= OFF_TOPIC;
+            }
+            let info = &self.cards[card as usize];
+            let (best_ex, cov) = a
+                .examples
+                .iter()
+                .map(|(&ex, &m)| (ex, m / info.examples[ex as usize].mass.max(1e-6)))
+                .max_by(|x, y| x.1.partial_cmp(&y.1).unwrap_or(std::cmp::Ordering::Equal))
+                .unwrap_or((0, 0.0));
+            let cov = cov.min(1.0);
+            let raw = (if a.keyword { W_KEYWORD } else { 0.0 } + a.terms + W_EXAMPLE * cov + a.entity).max(0.0);
+            // Negation: the share of the card's evidence inside a cue's scope.
+            let mut negated = None;
+            let total: f32 = a.spans.iter().map(|s| s.1).sum();
+            for cue in cues.iter().filter(|c| (clause.start..clause.end).contains(&norm.orig(c.start))) {
+                if info.own_text.contains(cue.text.as_str()) {
+                    continue;
+                }
+                let (s, e) = (norm.orig(cue.scope.0), norm.orig(cue.scope.1).min(clause.end));
+                let inside: f32 = a.spans.iter().filter(|(p, _)| *p >= s && *p < e).map(|x| x.1).sum();
+                if total > 0.0 && inside > 0.5 * total {
+                    negated = Some(cue.text.clone());
+                }
+            }
+            let mut evidence = a.evidence_kw.clone();
+            if cov >= 0.3 {
+                evidence.push(Evidence::SimilarExample {
+                    example: info.examples[best_ex as usize].text.clone(),
+                    similarity: round2(cov),
+                });
+            }
+            if !a.term_list.is_empty() {
+                let mut list = a.term_list.clone();
+                list.sort_by(|x, y| y.0.partial_cmp(&x.0).unwrap_or(std::cmp::Ordering::Equal));
+                let field = list[0].2;
+                let mut shown: Vec<String> = Vec::new();
+                for (_, t, _) in list {
+                    if !shown.contains(&t) && shown.len() < 6 {
+                        shown.push(t);
+                    }
+                }
+                evidence.push(Evidence::Terms { field, terms: shown });
+            }
+            evidence.extend(a.evidence_entity.iter().cloned());
+            let first = a.spans.iter().map(|s| s.0).min().unwrap_or(clause.start);
+            out.push(ClauseScore { card, raw, keyword: a.keyword, negated, evidence, offset: first, selected: false });
+        }
+        let best = out.iter().filter(|c| c.negated.is_none()).map(|c| c.raw).fold(0.0, f32::max);
+        for c in &mut out {
+            let conf = confidence(c.raw);
+            c.selected = c.negated.is_none() && (c.keyword || (conf >= SELECT && c.raw >= RIVAL * best));
+        }
+        out
+    }
+}
+
+impl Card {
+    fn examples_text_for(&self, query: &str) -> String {
+        let key = normalize(query);
+        self.examples.iter().find(|e| normalize(&e.text) == key).map_or_else(|| query.to_string(), |e| e.text.clone())
+    }
+}
+
+/// Identity of an extract rule (cards sharing it share the evidence); `None` for rules that are
+/// no evidence (dates, times, numbers).
+fn rule_key(x: &ExtractSpec) -> Option<String> {
+    if let Some(p) = &x.pattern {
+        return Some(format!("pattern:{p}"));
+    }
+    if let Some(name) = &x.values_from {
+        return Some(format!("list:{name}"));
+    }
+    if let Some(values) = &x.values {
+        return Some(format!("values:{}", values.join("\u{1}")));
+    }
+    match x.kind {
+        Some(ValueType::Email) => Some("type:email".into()),
+        Some(ValueType::Phone) => Some("type:phone".into()),
+        _ => None,
+    }
+}
+
+fn build_rule(x: &ExtractSpec, lists: &BTreeMap<String, Vec<String>>) -> Option<(EntityRule, f32)> {
+    if let Some(p) = &x.pattern {
+        return Regex::new(p).ok().map(|r| (EntityRule::Pattern(r), W_PATTERN));
+    }
+    if let Some(values) = x.values.as_ref().or_else(|| x.values_from.as_ref().and_then(|n| lists.get(n))) {
+        return Some((EntityRule::Values(values.iter().map(|v| Term::new(v)).collect()), W_VALUES));
+    }
+    match x.kind {
+        Some(ValueType::Email) => Regex::new(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
+            .ok()
+            .map(|r| (EntityRule::Email(r), W_ENTITY_WEAK)),
+        Some(ValueType::Phone) => Regex::new(r"(?:\+?86[- ]?)?1[3-9]\d[- ]?\d{4}[- ]?\d{4}|\+\d[\d -]{6,16}\d")
+            .ok()
+            .map(|r| (EntityRule::Phone(r), W_ENTITY_WEAK)),
+        _ => None,
+    }
+}
+
+impl EntityRule {
+    /// The first match in `text`: byte span in `text` and the value as written.
+    fn find(&self, text: &str, lower: &Normalized) -> Option<(usize, usize, String)> {
+        match self {
+            Self::Pattern(re) => {
+                let c = re.captures(text)?;
+                let m = c.get(1).or_else(|| c.get(0))?;
+                Some((m.start(), m.end(), m.as_str().to_string()))
+            }
+            Self::Email(re) | Self::Phone(re) => re.find(text).map(|m| (m.start(), m.end(), m.as_str().to_string())),
+            Self::Values(terms) => {
+                let (pos, len) = terms
+                    .iter()
+                    .filter_map(|t| find_term(&lower.text, t).map(|p| (p, std::cmp::Reverse(t.len()))))
+                    .min()
+                    .map(|(p, l)| (p, l.0))?;
+                let (s, e) = (lower.orig(pos), lower.orig(pos + len));
+                Some((s, e, text[s..e].to_string()))
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct Acc {
+    keyword: bool,
+    terms: f32,
+    entity: f32,
+    entity_keys: Vec<String>,
+    examples: HashMap<u16, f32>,
+    /// (byte offset, weight) of every piece of evidence, for negation scope and order.
+    spans: Vec<(usize, f32)>,
+    term_list: Vec<(f32, String, Field)>,
+    /// (contribution, span) of each shared term, summed with overlap discount at the end.
+    contributions: Vec<(f32, usize, usize)>,
+    /// The card shares a topical concept with the clause.
+    topical: bool,
+    evidence_kw: Vec<Evidence>,
+    evidence_entity: Vec<Evidence>,
+}
+
+#[derive(Clone, Copy)]
+struct Clause {
+    start: usize,
+    end: usize,
+}
+
+struct ClauseScore {
+    card: u32,
+    raw: f32,
+    keyword: bool,
+    negated: Option<String>,
+    evidence: Vec<Evidence>,
+    offset: usize,
+    selected: bool,
+}
+
+#[derive(Default)]
+struct CardAgg {
+    raw: f32,
+    confidence: f32,
+    selected: Option<usize>,
+    negated: Option<String>,
+    evidence: Vec<Evidence>,
+}
+
+fn merge(per_card: &mut HashMap<u32, CardAgg>, scored: Vec<ClauseScore>) {
+    for c in scored {
+        let agg = per_card.entry(c.card).or_default();
+        if c.selected {
+            let first = agg.selected.is_none();
+            agg.selected = Some(agg.selected.map_or(c.offset, |o| o.min(c.offset)));
+            if first || c.raw > agg.raw {
+                agg.raw = c.raw;
+                agg.confidence = confidence(c.raw);
+                agg.evidence = c.evidence;
+            }
+        } else if let Some(cue) = c.negated {
+            if agg.selected.is_none() {
+                agg.negated = Some(cue);
+                if agg.evidence.is_empty() {
+                    agg.evidence = c.evidence;
+                    agg.raw = agg.raw.max(c.raw);
+                }
+            }
+        } else if agg.selected.is_none() && c.raw > agg.raw {
+            agg.raw = c.raw;
+            agg.confidence = confidence(c.raw);
+            agg.evidence = c.evidence;
+        }
+    }
+}
+
+fn kind_weight(kind: TokKind) -> f32 {
+    match kind {
+        TokKind::Word => Q_WORD,
+        TokKind::Bigram => Q_BIGRAM,
+        TokKind::Concept => Q_CONCEPT,
+        TokKind::Char => Q_CHAR,
+    }
+}
+
+/// The calibrated confidence of a raw score.
+pub fn confidence(raw: f32) -> f32 {
+    if raw <= 0.0 {
+        return 0.0;
+    }
+    1.0 / (1.0 + (-SLOPE * (raw - THETA)).exp())
+}
+
+fn round2(x: f32) -> f32 {
+    (x * 100.0).round() / 100.0
+}
+
+/// Clause boundaries in normalized byte offsets.
+fn split_clauses(norm: &Normalized) -> Vec<(usize, usize)> {
+    static SPLIT: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+        Regex::new(concat!(
+            r"[，,。；;!！？?、\n]+|\.(?:\s|$)+|\s*(?:然后|顺便|另外|还有|并且|同时|而且|以及|但是|不过|可是|而是|",
+            r"再帮|再给|再查|再订|再看|再安排)\s*|",
+            r"\b(?:and|then|also|plus|but|as well as)\b"
+        ))
+        .expect("static regex")
+    });
+    let text = norm.text.as_str();
+    let mut out = Vec::new();
+    let mut start = 0;
+    for m in SPLIT.find_iter(text) {
+        if m.start() > start && text[start..m.start()].chars().any(char::is_alphanumeric) {
+            out.push((start, m.start()));
+        }
+        start = m.end();
+    }
+    if start < text.len() && text[start..].chars().any(char::is_alphanumeric) {
+        out.push((start, text.len()));
+    }
+    // Connectives starting a clause keep the verb that follows ("再帮我订" -> "帮我订").
+    out
+}
+
+/// A negation or correction cue with its scope (normalized byte offsets).
+struct Cue {
+    text: String,
+    start: usize,
+    scope: (usize, usize),
+}
+
+fn find_cues(norm: &Normalized) -> Vec<Cue> {
+    // (regex, scope window in bytes of normalized text; 0 = to the end of the clause).
+    static CUES: std::sync::LazyLock<Vec<(Regex, usize)>> = std::sync::LazyLock::new(|| {
+        vec![
+            (Regex::new(r"不用|不要|不需要|不必|别|取消|算了|不想|不是|不打算|先不").expect("static regex"), 0),
+            (
+                Regex::new(r"\b(?:don't|dont|do not|no need to|no need for|no longer|never mind|forget about|skip)\b")
+                    .expect("static regex"),
+                48,
+            ),
+            (Regex::new(r"\b(?:instead of|rather than)\b").expect("static regex"), 48),
+            (Regex::new(r"\bnot\b").expect("static regex"), 16),
+            (Regex::new(r"而不是").expect("static regex"), 0),
+        ]
+    });
+    // A contrast ends a Chinese cue's scope: "别订酒店只看看北京天气".
+    static CONTRAST: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+        Regex::new(r"只|而是|改成|改为|换成|还是|就|但|\bjust\b|\bonly\b|\bbut\b").expect("static regex")
+    });
+    let text = norm.text.as_str();
+    let mut out = Vec::new();
+    for (re, window) in CUES.iter() {
+        for m in re.find_iter(text) {
+            let before = text[..m.start()].chars().next_back();
+            let after = text[m.end()..].chars().next();
+            let second = m.as_str().chars().nth(1);
+            // 是不是 / 要不要 / 用不用: a question, not a negation.
+            if m.as_str().starts_with('不') && before.is_some() && before == second {
+                continue;
+            }
+            if m.as_str() == "别"
+                && (before.is_some_and(|c| "特区分告级类识性差个派辨鉴离道".contains(c))
+                    || after.is_some_and(|c| "的人处".contains(c)))
+            {
+                continue;
+            }
+            let mut end = if *window == 0 { text.len() } else { (m.end() + window).min(text.len()) };
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            if let Some(c) = CONTRAST.find(&text[m.end()..end]) {
+                end = m.end() + c.start();
+            }
+            out.push(Cue { text: m.as_str().to_string(), start: m.start(), scope: (m.end(), end) });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CARDS: &str = r#"
+- id: hotel
+  name: 酒店服务
+  description: 查询和预订酒店
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [酒店, hotel]
+  examples: ["帮我订北京的酒店"]
+  required_semantic_keys:
+    - { key: city, description: 入住城市, extract: { values_from: cities } }
+- id: weather
+  name: 天气查询
+  description: 查询城市的天气预报
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [天气, weather]
+  examples: ["北京明天天气怎么样"]
+  required_semantic_keys:
+    - { key: city, description: 城市, extract: { values_from: cities } }
+- id: flight
+  name: 航班动态
+  description: 查询航班状态
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [航班, flight]
+  required_semantic_keys:
+    - { key: flight_no, description: 航班号, extract: { pattern: '([A-Za-z]{2}\d{3,4})' } }
+"#;
+
+    fn recognizer(yaml: &str) -> Recognizer {
+        let specs: Vec<AgentSpec> = serde_yaml_ng::from_str(yaml).unwrap();
+        let refs: Vec<&AgentSpec> = specs.iter().collect();
+        let lists = BTreeMap::from([(
+            "cities".to_string(),
+            vec!["北京".to_string(), "上海".to_string(), "Shanghai".to_string()],
+        )]);
+        Recognizer::new(&refs, &lists)
+    }
+
+    fn ids(r: &Recognition) -> Vec<&str> {
+        r.selected.iter().map(|s| s.id.as_str()).collect()
+    }
+
+    #[test]
+    fn keywords_paraphrases_and_entities() {
+        let r = recognizer(CARDS);
+        assert_eq!(ids(&r.recognize("帮我订个酒店")), ["hotel"]);
+        assert_eq!(ids(&r.recognize("明天上海冷不冷")), ["weather"]);
+        assert_eq!(ids(&r.recognize("CA1234什么时候到")), ["flight"]);
+        let rec = r.recognize("Will it rain in Shanghai tomorrow?");
+        assert_eq!(ids(&rec), ["weather"]);
+        assert!(rec.candidates[0].evidence.iter().any(|e| matches!(e, Evidence::Terms { .. })));
+    }
+
+    #[test]
+    fn multi_intent_in_order_of_mention() {
+        let r = recognizer(CARDS);
+        assert_eq!(ids(&r.recognize("查一下航班CA1234，顺便看看上海天气")), ["flight", "weather"]);
+        assert_eq!(ids(&r.recognize("上海天气怎么样，然后订酒店")), ["weather", "hotel"]);
+    }
+
+    #[test]
+    fn negation_removes_the_governed_card_only() {
+        let r = recognizer(CARDS);
+        assert_eq!(ids(&r.recognize("不用查天气了，帮我订酒店")), ["hotel"]);
+        assert_eq!(ids(&r.recognize("别订酒店只看看北京天气")), ["weather"]);
+        assert_eq!(ids(&r.recognize("book a hotel instead of a flight")), ["hotel"]);
+        let rec = r.recognize("不用查天气了");
+        assert!(rec.selected.is_empty() && rec.uncertain.is_empty());
+        assert!(rec.candidates[0].evidence.iter().any(|e| matches!(e, Evidence::Negated { .. })));
+        // A-not-A questions are not negations.
+        assert_eq!(ids(&r.recognize("上海明天是不是要下雨，天气如何")), ["weather"]);
+    }
+
+    #[test]
+    fn nothing_for_out_of_scope_and_odd_input() {
+        let r = recognizer(CARDS);
+        for q in ["今天股市怎么样", "", "   ", "🙂🙂", "？？！！", "写一首诗", &"酒".repeat(4000)] {
+            let rec = r.recognize(q);
+            assert!(rec.selected.is_empty(), "{q}: {:?}", ids(&rec));
+        }
+    }
+
+    #[test]
+    fn confidence_is_calibrated_and_rounded() {
+        let r = recognizer(CARDS);
+        let rec = r.recognize("帮我订北京的酒店");
+        let c = rec.score("hotel").unwrap().confidence;
+        assert!(c > 0.9 && c <= 1.0);
+        assert_eq!((c * 100.0).round() / 100.0, c);
+        assert!(confidence(0.0) == 0.0 && confidence(THETA) == 0.5);
+    }
+
+    #[test]
+    fn many_cards_are_gated_by_domain() {
+        let mut yaml = String::from(CARDS);
+        for d in 0..40 {
+            yaml.push_str(&format!(
+                "- {{ id: filler_{d}, name: 业务{d}, description: 处理编号{d}的业务, domain: d{}, endpoint: {{ url: \"http://127.0.0.1:1/x\", protocol: http }}, keywords: [业务{d}] }}\n",
+                d % 4
+            ));
+        }
+        let yaml = yaml.replace("  name: 天气查询\n", "  name: 天气查询\n  domain: weather\n");
+        let r = recognizer(&yaml);
+        assert!(r.gate_domains);
+        assert_eq!(ids(&r.recognize("明天上海冷不冷")), ["weather"]);
+        assert_eq!(ids(&r.recognize("帮我处理业务7")), ["filler_7"]);
+    }
+}

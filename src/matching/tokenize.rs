@@ -1,0 +1,706 @@
+//! Text analysis for intent recognition: the same analysis for a user's query and for a card's
+//! name, keywords, description and examples, so both meet in one term space.
+//!
+//! - Text is normalized per character (full-width ASCII to ASCII, lower case, `’` to `'`), keeping
+//!   a map back to byte offsets of the original text.
+//! - Chinese runs are segmented with jieba (search mode: words and their dictionary sub-words),
+//!   plus character bigrams (robust to segmentation differences); stop words and function
+//!   characters are dropped.
+//! - Latin runs are split into words, lower-cased, stop words dropped, stemmed (Snowball English);
+//!   words holding digits (codes, amounts) are left to the entity extractors.
+//! - Concepts of the built-in lexicon (`concepts.txt`) are added as `#concept` terms: Chinese
+//!   terms as substrings, English terms as whole stemmed words or phrases.
+//!
+//! Pure and deterministic; the segmenter, stemmer and lexicon are built once per process.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use aho_corasick::{AhoCorasick, MatchKind};
+
+/// What a term is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TokKind {
+    /// A word (Chinese segment or stemmed Latin word).
+    Word,
+    /// A Chinese character bigram.
+    Bigram,
+    /// A single Chinese character (morpheme overlap: 病 in 生病 and 病假).
+    Char,
+    /// A concept of the built-in lexicon (`#name`).
+    Concept,
+}
+
+/// One term of an analyzed text, with its byte span in the original text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Token {
+    /// The term: a word, a bigram or `#concept`.
+    pub term: String,
+    /// What it is.
+    pub kind: TokKind,
+    /// Byte offset of its start in the original text.
+    pub start: usize,
+    /// Byte offset of its end in the original text.
+    pub end: usize,
+}
+
+/// An English phrase of the lexicon: its stems and the concepts it means.
+type Phrase = (Vec<String>, Vec<u16>);
+
+/// A normalized text with the map back to the original's byte offsets.
+#[derive(Debug, Clone)]
+pub struct Normalized {
+    /// Lower-cased, full-width folded text (one char per original char).
+    pub text: String,
+    /// For each byte of `text` (plus one past the end), the original byte offset.
+    map: Vec<usize>,
+}
+
+impl Normalized {
+    /// Normalizes `text`.
+    pub fn new(text: &str) -> Self {
+        let mut out = String::with_capacity(text.len());
+        let mut map = Vec::with_capacity(text.len() + 1);
+        for (i, c) in text.char_indices() {
+            let n = fold(c);
+            let before = out.len();
+            out.push(n);
+            map.extend(std::iter::repeat_n(i, out.len() - before));
+        }
+        map.push(text.len());
+        Self { text: out, map }
+    }
+
+    /// The original byte offset of normalized byte offset `i`.
+    pub fn orig(&self, i: usize) -> usize {
+        self.map.get(i).copied().unwrap_or_else(|| self.map.last().copied().unwrap_or(0))
+    }
+}
+
+fn fold(c: char) -> char {
+    let c = match c {
+        '\u{ff01}'..='\u{ff5e}' => char::from_u32(c as u32 - 0xfee0).unwrap_or(c),
+        '\u{3000}' => ' ',
+        '’' | '‘' | '`' => '\'',
+        _ => c,
+    };
+    let mut lower = c.to_lowercase();
+    match (lower.next(), lower.next()) {
+        (Some(l), None) => l,
+        _ => c,
+    }
+}
+
+/// `true` for a CJK ideograph.
+pub fn is_han(c: char) -> bool {
+    matches!(c, '\u{4e00}'..='\u{9fff}' | '\u{3400}'..='\u{4dbf}' | '\u{f900}'..='\u{faff}' | '\u{20000}'..='\u{2ffff}')
+}
+
+fn is_latin(c: char) -> bool {
+    c.is_alphanumeric() && !is_han(c) && !matches!(c, '\u{3040}'..='\u{30ff}' | '\u{ac00}'..='\u{d7af}')
+}
+
+static JIEBA: LazyLock<jieba_rs::Jieba> = LazyLock::new(jieba_rs::Jieba::new);
+static STEMMER: LazyLock<rust_stemmers::Stemmer> =
+    LazyLock::new(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English));
+
+/// Stems one lower-case English word.
+pub fn stem(word: &str) -> String {
+    STEMMER.stem(word).into_owned()
+}
+
+const ZH_STOP: &[&str] = &[
+    "的",
+    "了",
+    "吗",
+    "呢",
+    "吧",
+    "啊",
+    "呀",
+    "哦",
+    "嘛",
+    "么",
+    "我",
+    "我们",
+    "你",
+    "您",
+    "你们",
+    "他",
+    "她",
+    "它",
+    "他们",
+    "帮",
+    "帮我",
+    "帮忙",
+    "请",
+    "请问",
+    "一下",
+    "麻烦",
+    "给",
+    "给我",
+    "把",
+    "被",
+    "让",
+    "是",
+    "在",
+    "有",
+    "和",
+    "与",
+    "及",
+    "或",
+    "或者",
+    "就",
+    "都",
+    "也",
+    "还",
+    "又",
+    "很",
+    "太",
+    "这",
+    "那",
+    "这个",
+    "那个",
+    "一个",
+    "个",
+    "些",
+    "什么",
+    "怎么",
+    "怎么样",
+    "如何",
+    "多少",
+    "哪",
+    "哪里",
+    "哪儿",
+    "哪个",
+    "几",
+    "能",
+    "能不能",
+    "可以",
+    "可不可以",
+    "要",
+    "想",
+    "想要",
+    "需要",
+    "我想",
+    "我要",
+    "一",
+    "二",
+    "两",
+    "今天",
+    "明天",
+    "后天",
+    "大后天",
+    "昨天",
+    "现在",
+    "下",
+    "上",
+    "去",
+    "来",
+    "到",
+    "看",
+    "看看",
+    "看一下",
+    "查",
+    "查下",
+    "查一下",
+    "一下子",
+    "好",
+    "好的",
+    "谢谢",
+    "你好",
+    "您好",
+    "吗？",
+    "呢？",
+    "嗯",
+    "下周",
+    "这周",
+    "本周",
+    "周末",
+    "今年",
+    "明年",
+    "最近",
+    "这几天",
+    "一点",
+    "有没有",
+    "是不是",
+    "会不会",
+    "的话",
+    "然后",
+    "顺便",
+    "另外",
+    "还有",
+    "并且",
+    "同时",
+    "再",
+    "只",
+    "只是",
+    "就是",
+    "时候",
+    "一张",
+    "一个人",
+    "个人",
+    "不",
+    "没",
+    "没有",
+    "别",
+    "不用",
+    "不要",
+    "其他",
+    "自己",
+    "所以",
+    "因为",
+];
+
+const STOP_CHARS: &str = "的了吗呢吧啊呀哦嘛么我你您他她它是在和与及或就都也还又很这那个些一把被让给请帮";
+
+/// Characters too common to be evidence on their own.
+const CHAR_STOP: &str = "不没有要想能会可以去来到上下中大小多少几什么怎样吗呢啊吧了过着得地所为之其天年月日号点分今明后前时候里边面家人们自己再还";
+
+const EN_STOP: &[&str] = &[
+    "a",
+    "an",
+    "the",
+    "i",
+    "i'm",
+    "im",
+    "me",
+    "my",
+    "mine",
+    "we",
+    "us",
+    "our",
+    "you",
+    "your",
+    "he",
+    "she",
+    "it",
+    "it's",
+    "its",
+    "they",
+    "them",
+    "their",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "been",
+    "being",
+    "am",
+    "do",
+    "does",
+    "did",
+    "doing",
+    "have",
+    "has",
+    "had",
+    "will",
+    "would",
+    "can",
+    "could",
+    "should",
+    "shall",
+    "may",
+    "might",
+    "must",
+    "please",
+    "help",
+    "want",
+    "wanna",
+    "need",
+    "like",
+    "to",
+    "of",
+    "in",
+    "on",
+    "at",
+    "for",
+    "from",
+    "with",
+    "by",
+    "about",
+    "as",
+    "into",
+    "and",
+    "or",
+    "but",
+    "if",
+    "so",
+    "that",
+    "this",
+    "these",
+    "those",
+    "what",
+    "what's",
+    "whats",
+    "which",
+    "who",
+    "whom",
+    "whose",
+    "when",
+    "where",
+    "why",
+    "how",
+    "there",
+    "here",
+    "any",
+    "some",
+    "get",
+    "got",
+    "just",
+    "also",
+    "then",
+    "than",
+    "too",
+    "very",
+    "much",
+    "many",
+    "more",
+    "most",
+    "tomorrow",
+    "today",
+    "tonight",
+    "yesterday",
+    "now",
+    "next",
+    "last",
+    "week",
+    "weekend",
+    "day",
+    "days",
+    "month",
+    "year",
+    "morning",
+    "afternoon",
+    "evening",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "let",
+    "let's",
+    "know",
+    "tell",
+    "show",
+    "check",
+    "look",
+    "see",
+    "find",
+    "go",
+    "going",
+    "make",
+    "give",
+    "take",
+    "put",
+    "again",
+    "still",
+    "only",
+    "up",
+    "out",
+    "over",
+    "not",
+    "no",
+    "don't",
+    "dont",
+    "doesn't",
+    "won't",
+    "can't",
+    "cant",
+    "instead",
+    "rather",
+    "hi",
+    "hello",
+    "hey",
+    "thanks",
+    "thank",
+    "ok",
+    "okay",
+    "yes",
+    "someone",
+    "something",
+    "somewhere",
+    "anything",
+    "one",
+    "two",
+    "three",
+    "it'll",
+    "i'd",
+    "i'll",
+    "i've",
+    "there's",
+    "is there",
+    "via",
+    "mr",
+    "ms",
+    "sir",
+    "madam",
+    "dear",
+    "kindly",
+    "right",
+    "new",
+    "old",
+    "time",
+    "times",
+];
+
+static ZH_STOPS: LazyLock<std::collections::HashSet<&'static str>> =
+    LazyLock::new(|| ZH_STOP.iter().copied().collect());
+static EN_STOPS: LazyLock<std::collections::HashSet<&'static str>> =
+    LazyLock::new(|| EN_STOP.iter().copied().collect());
+
+/// The built-in concept lexicon, compiled.
+struct Lexicon {
+    /// Chinese terms (substring match) and, per pattern, its concepts.
+    zh: AhoCorasick,
+    zh_concepts: Vec<Vec<u16>>,
+    /// English single stems -> concepts.
+    en_words: HashMap<String, Vec<u16>>,
+    /// English phrases: first stem -> (stems, concepts).
+    en_phrases: HashMap<String, Vec<Phrase>>,
+    /// Concept names.
+    names: Vec<String>,
+    /// Concepts marked `~` in the lexicon: actions and facets (booking, status, price), not topics.
+    generic: Vec<String>,
+}
+
+/// Names of the lexicon's generic concepts (actions and facets such as `booking`, `status`,
+/// `price`): a query about them is not about a topic of its own.
+pub fn generic_concepts() -> Vec<String> {
+    LEXICON.generic.clone()
+}
+
+static LEXICON: LazyLock<Lexicon> = LazyLock::new(|| compile_lexicon(include_str!("concepts.txt")));
+
+fn compile_lexicon(text: &str) -> Lexicon {
+    let mut names: Vec<String> = Vec::new();
+    let mut generic: Vec<String> = Vec::new();
+    let mut zh: HashMap<String, Vec<u16>> = HashMap::new();
+    let mut en_words: HashMap<String, Vec<u16>> = HashMap::new();
+    let mut en_phrases: HashMap<String, Vec<Phrase>> = HashMap::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let Some((name, terms)) = line.split_once(':') else { continue };
+        let id = names.len() as u16;
+        let name = name.trim();
+        let name = match name.strip_prefix('~') {
+            Some(n) => {
+                generic.push(n.to_string());
+                n
+            }
+            None => name,
+        };
+        names.push(name.to_string());
+        for term in terms.split(',').map(|t| Normalized::new(t.trim()).text).filter(|t| !t.is_empty()) {
+            if term.chars().any(is_han) {
+                let v = zh.entry(term).or_default();
+                if !v.contains(&id) {
+                    v.push(id);
+                }
+                continue;
+            }
+            let stems: Vec<String> = latin_words(&term).into_iter().map(|(w, _, _)| stem(&w)).collect();
+            match stems.len() {
+                0 => {}
+                1 => {
+                    let v = en_words.entry(stems[0].clone()).or_default();
+                    if !v.contains(&id) {
+                        v.push(id);
+                    }
+                }
+                _ => {
+                    let v = en_phrases.entry(stems[0].clone()).or_default();
+                    match v.iter_mut().find(|(s, _)| *s == stems) {
+                        Some((_, ids)) if !ids.contains(&id) => ids.push(id),
+                        Some(_) => {}
+                        None => v.push((stems, vec![id])),
+                    }
+                }
+            }
+        }
+    }
+    let (patterns, zh_concepts): (Vec<String>, Vec<Vec<u16>>) = zh.into_iter().unzip();
+    let zh = AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostLongest)
+        .build(&patterns)
+        .expect("the concept lexicon compiles");
+    Lexicon { zh, zh_concepts, en_words, en_phrases, names, generic }
+}
+
+/// Latin words of `text` (already normalized) with their byte spans: runs of letters and digits,
+/// an apostrophe inside a word kept (`won't`).
+fn latin_words(text: &str) -> Vec<(String, usize, usize)> {
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    for (k, &(i, c)) in chars.iter().enumerate() {
+        let inner_apostrophe = c == '\''
+            && start.is_some()
+            && chars.get(k + 1).is_some_and(|&(_, n)| is_latin(n))
+            && k > 0
+            && is_latin(chars[k - 1].1);
+        if is_latin(c) || inner_apostrophe {
+            start.get_or_insert(i);
+        } else if let Some(s) = start.take() {
+            out.push((text[s..i].to_string(), s, i));
+        }
+    }
+    if let Some(s) = start {
+        out.push((text[s..].to_string(), s, text.len()));
+    }
+    out
+}
+
+/// A Latin word as seen by negation and phrase matching: surface (lower case) and stem.
+#[derive(Debug, Clone)]
+pub struct Word {
+    /// Lower-case surface form.
+    pub surface: String,
+    /// Snowball stem.
+    pub stem: String,
+    /// Byte span in the normalized text.
+    pub start: usize,
+    /// End of the span.
+    pub end: usize,
+}
+
+/// Every Latin word of a normalized text (stop words included).
+pub fn words(norm: &str) -> Vec<Word> {
+    latin_words(norm)
+        .into_iter()
+        .map(|(w, s, e)| {
+            let base = w.strip_suffix("'s").unwrap_or(&w);
+            Word { stem: stem(base), surface: w, start: s, end: e }
+        })
+        .collect()
+}
+
+/// Analyzes `text` into terms (words, bigrams, concepts) with byte spans in `text`.
+pub fn analyze(text: &str) -> Vec<Token> {
+    let norm = Normalized::new(text);
+    analyze_normalized(&norm)
+}
+
+/// [`analyze`] on an already normalized text; spans are mapped back to the original.
+pub fn analyze_normalized(norm: &Normalized) -> Vec<Token> {
+    let text = norm.text.as_str();
+    let mut out = Vec::new();
+    let push = |out: &mut Vec<Token>, term: String, kind: TokKind, s: usize, e: usize| {
+        out.push(Token { term, kind, start: norm.orig(s), end: norm.orig(e) });
+    };
+    // Chinese runs.
+    let mut run_start: Option<usize> = None;
+    let mut runs = Vec::new();
+    for (i, c) in text.char_indices() {
+        if is_han(c) {
+            run_start.get_or_insert(i);
+        } else if let Some(s) = run_start.take() {
+            runs.push((s, i));
+        }
+    }
+    if let Some(s) = run_start {
+        runs.push((s, text.len()));
+    }
+    for &(s, e) in &runs {
+        let run = &text[s..e];
+        for t in JIEBA.cut_for_search(run, false) {
+            if ZH_STOPS.contains(t.word) || t.word.chars().all(|c| STOP_CHARS.contains(c)) {
+                continue;
+            }
+            push(&mut out, t.word.to_string(), TokKind::Word, s + t.byte_start, s + t.byte_end);
+        }
+        let chars: Vec<(usize, char)> = run.char_indices().collect();
+        for &(i, c) in &chars {
+            if !STOP_CHARS.contains(c) && !CHAR_STOP.contains(c) {
+                push(&mut out, format!("'{c}"), TokKind::Char, s + i, s + i + c.len_utf8());
+            }
+        }
+        for w in chars.windows(2) {
+            let (a, b) = (w[0].1, w[1].1);
+            let end = s + w[1].0 + b.len_utf8();
+            if STOP_CHARS.contains(a) || STOP_CHARS.contains(b) || ZH_STOPS.contains(&text[s + w[0].0..end]) {
+                continue;
+            }
+            push(&mut out, format!("{a}{b}"), TokKind::Bigram, s + w[0].0, end);
+        }
+    }
+    // Latin words.
+    let words = words(text);
+    for w in &words {
+        if w.surface.chars().any(|c| c.is_ascii_digit()) || EN_STOPS.contains(w.surface.as_str()) || w.stem.len() < 2 {
+            continue;
+        }
+        push(&mut out, w.stem.clone(), TokKind::Word, w.start, w.end);
+    }
+    // Concepts.
+    let lex = &*LEXICON;
+    for m in lex.zh.find_iter(text) {
+        for &id in &lex.zh_concepts[m.pattern().as_usize()] {
+            push(&mut out, format!("#{}", lex.names[id as usize]), TokKind::Concept, m.start(), m.end());
+        }
+    }
+    for (k, w) in words.iter().enumerate() {
+        if let Some(ids) = lex.en_words.get(&w.stem) {
+            for &id in ids {
+                push(&mut out, format!("#{}", lex.names[id as usize]), TokKind::Concept, w.start, w.end);
+            }
+        }
+        if let Some(phrases) = lex.en_phrases.get(&w.stem) {
+            for (stems, ids) in phrases {
+                let fits = stems.len() <= words.len() - k && stems.iter().zip(&words[k..]).all(|(s, w)| *s == w.stem);
+                if fits {
+                    let end = words[k + stems.len() - 1].end;
+                    for &id in ids {
+                        push(&mut out, format!("#{}", lex.names[id as usize]), TokKind::Concept, w.start, end);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn terms(text: &str, kind: TokKind) -> Vec<String> {
+        analyze(text).into_iter().filter(|t| t.kind == kind).map(|t| t.term).collect()
+    }
+
+    #[test]
+    fn chinese_words_bigrams_and_concepts() {
+        let words = terms("100美元换成人民币是多少", TokKind::Word);
+        assert!(words.contains(&"美元".to_string()) && words.contains(&"人民币".to_string()), "{words:?}");
+        assert!(!words.contains(&"是".to_string()));
+        assert!(terms("把1000美元兑换成人民币", TokKind::Bigram).contains(&"换成".to_string()));
+        assert!(terms("明天上海冷不冷", TokKind::Concept).contains(&"#weather".to_string()));
+    }
+
+    #[test]
+    fn latin_words_are_stemmed_and_stopped() {
+        assert_eq!(terms("Will it rain in Shanghai tomorrow?", TokKind::Word), ["rain", "shanghai"]);
+        let concepts = terms("Can someone pick me up at Pudong Airport?", TokKind::Concept);
+        assert!(concepts.contains(&"#pickup".to_string()) && concepts.contains(&"#airport".to_string()));
+        assert!(terms("flight CA1234", TokKind::Word) == ["flight"]);
+    }
+
+    #[test]
+    fn spans_point_into_the_original_text() {
+        let text = "ＨＯＴＥＬ 酒店";
+        for t in analyze(text) {
+            assert!(text.is_char_boundary(t.start) && text.is_char_boundary(t.end), "{t:?}");
+        }
+        let hotel = analyze(text).into_iter().find(|t| t.term == "hotel").unwrap();
+        assert_eq!(&text[hotel.start..hotel.end], "ＨＯＴＥＬ");
+    }
+
+    #[test]
+    fn odd_input_does_not_panic() {
+        for text in ["", "   ", "🙂🙂🙂", "？？！！。。", "a'", "'a", "x".repeat(5000).as_str(), "ǅ İ ß ﬁ"]
+        {
+            let _ = analyze(text);
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! Operators' view of routing: `switchboard explain` (every card's score, evidence and the
+//! decision for one query) and routing tests (`routing_tests.yaml` next to the config: queries
+//! with the agents they must reach), run by `switchboard validate` and, when
+//! `supervisor.reload_requires_routing_tests` is on, by every reload.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use chrono::NaiveDate;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::config::ConfigError;
+use crate::matching::recognize::{SELECT, UNCERTAIN};
+use crate::matching::{CardScore, Evidence};
+use crate::planner::{self, Decision, TurnInput};
+use crate::registry::Registry;
+
+/// The routing test file looked for next to the config.
+pub const ROUTING_TESTS_FILE: &str = "routing_tests.yaml";
+
+/// One routing test: a query and the agents it must be routed to (`[]`: none).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoutingTest {
+    /// The user's text.
+    pub query: String,
+    /// Agent ids the turn must plan, in any order; `[]` = nothing dispatched.
+    pub expect: Vec<String>,
+    /// Semantic keys the planned sub-tasks must carry, `{key: value}` (optional).
+    #[serde(default)]
+    pub keys: Map<String, Value>,
+}
+
+/// The routing test file of `config` (`routing_tests.yaml` in its directory), if present.
+pub fn routing_tests_path(config: &Path) -> Option<PathBuf> {
+    let p = config.parent().unwrap_or(Path::new(".")).join(ROUTING_TESTS_FILE);
+    p.is_file().then_some(p)
+}
+
+/// Reads a routing test file.
+///
+/// # Errors
+/// One [`ConfigError`] naming the file (unreadable or not a list of tests).
+pub fn load_routing_tests(path: &Path) -> Result<Vec<RoutingTest>, ConfigError> {
+    let shown = path.display().to_string();
+    let whole = |message: String| ConfigError { file: shown.clone(), line: None, column: None, pointer: None, message };
+    let text = std::fs::read_to_string(path).map_err(|e| whole(format!("cannot read: {e}")))?;
+    serde_yaml_ng::from_str(&text).map_err(|e| {
+        let loc = e.location();
+        ConfigError {
+            file: shown.clone(),
+            line: loc.as_ref().map(|l| l.line()),
+            column: loc.as_ref().map(|l| l.column()),
+            pointer: None,
+            message: format!("routing tests: {e}"),
+        }
+    })
+}
+
+/// The agents a query is routed to (as `plan_turn` decides a fresh turn) and the semantic keys
+/// found for them.
+pub fn route(registry: &Registry, query: &str) -> (Vec<String>, Map<String, Value>) {
+    let empty = Map::new();
+    let input = TurnInput {
+        query,
+        slots: &empty,
+        session_slots: &empty,
+        pending: None,
+        pending_plan_id: None,
+        previous: None,
+        today: NaiveDate::from_ymd_opt(2026, 1, 1).unwrap_or_default(),
+        plan_id: "routing_test",
+    };
+    let turn = planner::plan_turn(registry, input);
+    match turn.decision {
+        Decision::Plan { plan, .. } => {
+            let mut keys = Map::new();
+            for t in &plan.sub_tasks {
+                for (k, v) in &t.inputs {
+                    keys.entry(k.clone()).or_insert_with(|| v.clone());
+                }
+            }
+            (turn.intent.intent, keys)
+        }
+        _ => (Vec::new(), Map::new()),
+    }
+}
+
+/// Runs `tests` against `registry`; one error per failing test, naming the file and the test's
+/// index (`/3`).
+pub fn run_routing_tests(registry: &Registry, tests: &[RoutingTest], file: &Path) -> Vec<ConfigError> {
+    let mut errors = Vec::new();
+    for (i, t) in tests.iter().enumerate() {
+        let (got, keys) = route(registry, &t.query);
+        let mut want: Vec<&str> = t.expect.iter().map(String::as_str).collect();
+        let mut have: Vec<&str> = got.iter().map(String::as_str).collect();
+        want.sort_unstable();
+        have.sort_unstable();
+        let mut problems = Vec::new();
+        if want != have {
+            let rec = registry.recognizer.recognize(&t.query);
+            let top: Vec<String> = rec.top(3).iter().map(|c| format!("{} {:.2}", c.id, c.confidence)).collect();
+            problems.push(format!(
+                "routed to [{}], expected [{}] (top candidates: {})",
+                have.join(", "),
+                want.join(", "),
+                if top.is_empty() { "none".to_string() } else { top.join(", ") }
+            ));
+        }
+        for (k, v) in &t.keys {
+            match keys.get(k) {
+                Some(found) if found == v => {}
+                Some(found) => problems.push(format!("key {k} = {found}, expected {v}")),
+                None => problems.push(format!("key {k} not found, expected {v}")),
+            }
+        }
+        if !problems.is_empty() {
+            errors.push(ConfigError {
+                file: file.display().to_string(),
+                line: None,
+                column: None,
+                pointer: Some(format!("/{i}")),
+                message: format!("routing test {:?}: {}", t.query, problems.join("; ")),
+            });
+        }
+    }
+    errors
+}
+
+/// Loads the routing tests next to the registry's config (if any) and runs them.
+pub fn check_registry(registry: &Registry) -> Vec<ConfigError> {
+    let Some(path) = routing_tests_path(&registry.path) else { return Vec::new() };
+    match load_routing_tests(&path) {
+        Ok(tests) => run_routing_tests(registry, &tests, &path),
+        Err(e) => vec![e],
+    }
+}
+
+fn evidence_line(e: &Evidence) -> String {
+    e.to_string()
+}
+
+/// A terminal-readable explanation of how `query` is routed: clauses, every enabled card's
+/// score with its evidence, and the decision.
+pub fn explain(registry: &Registry, query: &str) -> String {
+    let rec = registry.recognizer.recognize(query);
+    let mut out = String::new();
+    let _ = writeln!(out, "query:   {query:?}");
+    let _ = writeln!(out, "clauses: {}", rec.clauses.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>().join(" | "));
+    let _ = writeln!(out, "thresholds: selected >= {SELECT:.2}, uncertain >= {UNCERTAIN:.2}");
+    let _ = writeln!(out);
+    let mut rows: Vec<CardScore> = rec.candidates.clone();
+    for a in registry.enabled() {
+        if rec.score(a.id()).is_none() {
+            rows.push(CardScore { id: a.id().to_string(), confidence: 0.0, evidence: Vec::new(), raw: 0.0 });
+        }
+    }
+    let width = rows.iter().map(|r| r.id.len()).max().unwrap_or(8).max(8);
+    let _ = writeln!(out, "{:<width$}  {:>5}  {:>5}  {:<10}  evidence", "card", "conf", "raw", "verdict");
+    for r in &rows {
+        let verdict = if rec.selected.iter().any(|s| s.id == r.id) {
+            "SELECTED"
+        } else if r.evidence.iter().any(|e| matches!(e, Evidence::Negated { .. })) {
+            "negated"
+        } else if rec.uncertain.iter().any(|u| u.id == r.id) {
+            "uncertain"
+        } else {
+            "-"
+        };
+        let first = r.evidence.first().map(evidence_line).unwrap_or_default();
+        let _ = writeln!(out, "{:<width$}  {:>5.2}  {:>5.2}  {:<10}  {first}", r.id, r.confidence, r.raw, verdict);
+        for e in r.evidence.iter().skip(1) {
+            let _ = writeln!(out, "{:<width$}  {:>5}  {:>5}  {:<10}  {}", "", "", "", "", evidence_line(e));
+        }
+    }
+    let _ = writeln!(out);
+    let (routed, keys) = route(registry, query);
+    let simple = planner::intent::simple_intent(&query.to_lowercase());
+    let decision = if !routed.is_empty() {
+        format!("plan {}", routed.join(" -> "))
+    } else if let Some(s) = simple {
+        format!("answer directly ({})", serde_json::to_string(&s).unwrap_or_default().trim_matches('"'))
+    } else {
+        "out of scope (nothing dispatched)".to_string()
+    };
+    let _ = writeln!(out, "decision: {decision}");
+    if !keys.is_empty() {
+        let shown: Vec<String> =
+            keys.iter().filter(|(k, _)| k.as_str() != "message").map(|(k, v)| format!("{k}={v}")).collect();
+        if !shown.is_empty() {
+            let _ = writeln!(out, "keys found: {}", shown.join(", "));
+        }
+    }
+    if !rec.uncertain.is_empty() {
+        let names: Vec<String> = rec.uncertain.iter().map(|u| format!("{} ({:.2})", u.id, u.confidence)).collect();
+        let _ = writeln!(out, "did you mean: {}", names.join(", "));
+    }
+    out
+}

@@ -1,0 +1,362 @@
+//! Intent-recognition evaluation report: every query of `tests/fixtures/eval/*_queries.yaml` goes
+//! through `planner::plan_turn` against its config (loaded with `RegistryHandle::open`), and the
+//! report prints per-kind accuracy (exact agent sets), out-of-scope precision (nothing dispatched
+//! when nothing should be) and, for misses, whether the right cards are among the candidates.
+//!
+//! `cargo test --test integration recognition -- --nocapture` shows the report. The demo set is
+//! the tuning set; the eval set (its own insurance / IT / HR config) was never tuned on. Only the
+//! floors reached are asserted.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use chrono::NaiveDate;
+use serde::Deserialize;
+use serde_json::Map;
+use switchboard::matching::normalize;
+use switchboard::planner::{self, Decision, TurnInput};
+use switchboard::registry::{Registry, RegistryHandle};
+
+use crate::common::repo;
+
+#[derive(Deserialize)]
+struct QuerySet {
+    config: String,
+    queries: Vec<EvalQuery>,
+}
+
+#[derive(Deserialize)]
+struct EvalQuery {
+    q: String,
+    expect: Vec<String>,
+    kind: String,
+}
+
+/// Figures of one set.
+#[derive(Default, Debug)]
+pub(crate) struct Report {
+    pub total: usize,
+    pub exact: usize,
+    pub by_kind: BTreeMap<String, (usize, usize)>,
+    /// Task queries the old exact matcher (keywords, name, one whole example) got wrong.
+    pub old_misses: (usize, usize),
+    pub oos: (usize, usize),
+    /// Misses (task queries) whose expected cards are all among the top candidates.
+    pub misses_with_candidates: (usize, usize),
+}
+
+fn pct((ok, n): (usize, usize)) -> f64 {
+    if n == 0 {
+        100.0
+    } else {
+        100.0 * ok as f64 / n as f64
+    }
+}
+
+fn sorted(v: &[String]) -> Vec<String> {
+    let mut v = v.to_vec();
+    v.sort();
+    v
+}
+
+/// The agents `query` is planned for (nothing for a direct answer or escalation).
+fn routed(reg: &Registry, query: &str) -> Vec<String> {
+    let empty = Map::new();
+    let input = TurnInput {
+        query,
+        slots: &empty,
+        session_slots: &empty,
+        pending: None,
+        pending_plan_id: None,
+        previous: None,
+        today: NaiveDate::from_ymd_opt(2026, 11, 23).unwrap(),
+        plan_id: "eval",
+    };
+    let turn = planner::plan_turn(reg, input);
+    match turn.decision {
+        Decision::Plan { .. } => turn.intent.intent,
+        _ => Vec::new(),
+    }
+}
+
+/// What the matcher before the recognizer found: keywords, name, or the whole query equal to an
+/// example.
+fn old_matcher(reg: &Registry, query: &str) -> Vec<String> {
+    let lower = query.to_lowercase();
+    let normalized = normalize(query);
+    reg.enabled().filter(|a| a.matcher.find(&lower, &normalized).is_some()).map(|a| a.spec.id.clone()).collect()
+}
+
+pub(crate) fn evaluate(set_file: &str) -> Report {
+    let path = repo().join("tests/fixtures/eval").join(set_file);
+    let set: QuerySet = serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let config = path.parent().unwrap().join(&set.config);
+    let handle = RegistryHandle::open(Path::new(&config)).unwrap_or_else(|e| panic!("{}: {e}", config.display()));
+    let reg = handle.load();
+    let mut r = Report::default();
+    println!("\n== {set_file} ({} queries, config {})", set.queries.len(), set.config);
+    for q in &set.queries {
+        let got = sorted(&routed(&reg, &q.q));
+        let want = sorted(&q.expect);
+        let ok = got == want;
+        r.total += 1;
+        r.exact += ok as usize;
+        let k = r.by_kind.entry(q.kind.clone()).or_default();
+        k.0 += ok as usize;
+        k.1 += 1;
+        if want.is_empty() {
+            r.oos.0 += got.is_empty() as usize;
+            r.oos.1 += 1;
+        } else if sorted(&old_matcher(&reg, &q.q)) != want {
+            r.old_misses.0 += ok as usize;
+            r.old_misses.1 += 1;
+        }
+        let mut note = String::new();
+        if !ok && !want.is_empty() {
+            let rec = reg.recognizer.recognize(&q.q);
+            let top: Vec<String> = rec.top(5).iter().map(|c| c.id.clone()).collect();
+            let found = want.iter().all(|w| top.contains(w));
+            r.misses_with_candidates.0 += found as usize;
+            r.misses_with_candidates.1 += 1;
+            note = format!(
+                "  candidates: {}{}",
+                rec.top(5).iter().map(|c| format!("{} {:.2}", c.id, c.confidence)).collect::<Vec<_>>().join(", "),
+                if found { "" } else { "  (right card NOT among candidates)" }
+            );
+        }
+        println!(
+            "{} {:<11} {:<48} -> [{}]{}{}",
+            if ok { "ok  " } else { "MISS" },
+            q.kind,
+            q.q,
+            got.join(", "),
+            if ok { String::new() } else { format!(" expected [{}]", want.join(", ")) },
+            note
+        );
+    }
+    println!("-- {set_file}: exact agent sets {}/{} ({:.1}%)", r.exact, r.total, pct((r.exact, r.total)));
+    for (kind, v) in &r.by_kind {
+        println!("   {kind:<11} {}/{} ({:.1}%)", v.0, v.1, pct(*v));
+    }
+    println!(
+        "   queries the old exact matcher got wrong: {}/{} now right ({:.1}%)",
+        r.old_misses.0,
+        r.old_misses.1,
+        pct(r.old_misses)
+    );
+    println!("   out-of-scope precision (nothing dispatched): {}/{} ({:.1}%)", r.oos.0, r.oos.1, pct(r.oos));
+    println!(
+        "   misses with the right cards among the top-5 candidates: {}/{} ({:.1}%)",
+        r.misses_with_candidates.0,
+        r.misses_with_candidates.1,
+        pct(r.misses_with_candidates)
+    );
+    r
+}
+
+// Floors: the figures reached when the recognizer was last tuned (README, "Recognition").
+
+#[test]
+fn recognition_report_demo_config_tuning_set() {
+    let r = evaluate("demo_queries.yaml");
+    assert!(pct((r.exact, r.total)) >= 97.0, "{r:?}");
+    assert!(pct(r.by_kind["paraphrase"]) >= 94.0, "{r:?}");
+    assert!(pct(r.oos) >= 100.0, "{r:?}");
+}
+
+#[test]
+fn recognition_report_held_out_config() {
+    let r = evaluate("eval_queries.yaml");
+    assert!(pct((r.exact, r.total)) >= 84.0, "{r:?}");
+    assert!(pct(r.by_kind["paraphrase"]) >= 73.0, "{r:?}");
+    assert!(pct(r.oos) >= 100.0, "{r:?}");
+    assert!(pct(r.misses_with_candidates) >= 100.0, "{r:?}");
+}
+
+/// Raw scores of expected cards (positives) and of the best wrong card (negatives) on a set, per
+/// clause-level decision: prints the separation the threshold is chosen from.
+#[test]
+#[ignore = "calibration aid: cargo test --test integration calibration -- --ignored --nocapture"]
+fn calibration_table() {
+    let path = repo().join("tests/fixtures/eval/demo_queries.yaml");
+    let set: QuerySet = serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let handle = RegistryHandle::open(&path.parent().unwrap().join(&set.config)).unwrap();
+    let reg = handle.load();
+    let (mut pos, mut neg) = (Vec::new(), Vec::new());
+    for q in &set.queries {
+        let rec = reg.recognizer.recognize(&q.q);
+        for c in &rec.candidates {
+            if c.evidence.iter().any(|e| matches!(e, switchboard::matching::Evidence::Negated { .. })) {
+                continue;
+            }
+            if q.expect.contains(&c.id) {
+                pos.push((c.raw, q.q.clone(), c.id.clone()));
+            } else {
+                neg.push((c.raw, q.q.clone(), c.id.clone()));
+            }
+        }
+    }
+    pos.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
+    neg.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap());
+    println!("lowest positives:");
+    for p in pos.iter().take(12) {
+        println!("  {:.2} {} {}", p.0, p.2, p.1);
+    }
+    println!("highest negatives:");
+    for n in neg.iter().take(12) {
+        println!("  {:.2} {} {}", n.0, n.2, n.1);
+    }
+}
+
+// ---- Routing over the real HTTP API, routing tests, domains, bad input ----
+
+use serde_json::{json, Value};
+use switchboard::routing;
+
+use crate::common::{agent_mut, done, of_stage, spawn_app, spawn_app_with, Setup};
+
+#[tokio::test]
+async fn intent_done_carries_the_candidates_with_evidence() {
+    let app = spawn_app().await;
+    let events = app.ask("100美元换成人民币是多少", None).await;
+    done(&events);
+    let intent = &of_stage(&events, "intent_done")[0]["metadata"]["state"]["intent"];
+    assert_eq!(intent["intent"], json!(["exchange_agent"]));
+    let top = &intent["candidates"][0];
+    assert_eq!(top["id"], "exchange_agent");
+    let c = top["confidence"].as_f64().unwrap();
+    assert!(c > 0.5 && c <= 1.0 && (c * 100.0).fract().abs() < 1e-6, "{c}");
+    let kinds: Vec<&str> = top["evidence"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"entity") && kinds.contains(&"similar_example"), "{kinds:?}");
+    assert_eq!(app.calls("exchange_agent").len(), 1);
+    // A negated card is listed as such and not dispatched.
+    let events = app.ask("不用查天气了，帮我订酒店", None).await;
+    done(&events);
+    let intent = &of_stage(&events, "intent_done")[0]["metadata"]["state"]["intent"];
+    assert_eq!(intent["intent"], json!(["hotel_agent"]));
+    let weather = intent["candidates"].as_array().unwrap().iter().find(|c| c["id"] == "weather_agent").unwrap();
+    assert!(weather["evidence"].as_array().unwrap().iter().any(|e| e["kind"] == "negated"), "{weather}");
+    assert!(app.calls("weather_agent").is_empty());
+}
+
+#[test]
+fn the_demo_routing_tests_pass() {
+    let handle = RegistryHandle::open(&repo().join("agents_config.yaml")).unwrap();
+    let errors = routing::check_registry(&handle.load());
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
+#[test]
+fn validate_prints_misrouted_queries_like_config_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    crate::common::copy_support_files(dir.path());
+    let config = dir.path().join("agents_config.yaml");
+    std::fs::copy(repo().join("agents_config.yaml"), &config).unwrap();
+    std::fs::write(
+        dir.path().join("routing_tests.yaml"),
+        "- { query: 帮我订个酒店, expect: [hotel_agent] }\n- { query: 明天上海冷不冷, expect: [hotel_agent] }\n",
+    )
+    .unwrap();
+    let out =
+        std::process::Command::new(env!("CARGO_BIN_EXE_switchboard")).arg("validate").arg(&config).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("routing_tests.yaml at /1: routing test \"明天上海冷不冷\""), "{stdout}");
+    assert!(stdout.contains("routed to [weather_agent], expected [hotel_agent]"), "{stdout}");
+    assert!(!stdout.contains("/0:"), "the passing test is not reported: {stdout}");
+}
+
+#[test]
+fn explain_shows_every_card_and_the_decision() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["explain", "别订酒店，只看看北京天气", "--config"])
+        .arg(repo().join("agents_config.yaml"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    for id in ["flight_agent", "pickup_agent", "hotel_agent", "weather_agent", "exchange_agent"] {
+        assert!(text.contains(id), "{id} listed: {text}");
+    }
+    assert!(text.contains("negated by \"别\""), "{text}");
+    assert!(text.contains("decision: plan weather_agent"), "{text}");
+}
+
+#[tokio::test]
+async fn a_reload_that_misroutes_a_routing_test_is_rejected() {
+    let app = spawn_app().await;
+    let dir = app.config_path.parent().unwrap();
+    std::fs::write(dir.join("routing_tests.yaml"), "- { query: 帮我订个酒店, expect: [hotel_agent] }\n").unwrap();
+    assert_eq!(app.config["supervisor"]["reload_requires_routing_tests"], true);
+    // An edit that breaks hotel routing: the card is disabled.
+    let mut broken = app.config.clone();
+    agent_mut(&mut broken, "hotel_agent")["enabled"] = json!(false);
+    app.rewrite(&broken);
+    let status = app.wait_config(|s| !s["last_error"].is_null()).await;
+    assert_eq!(status["version"], 1, "the serving registry is kept");
+    let msg = status["last_error"][0]["message"].as_str().unwrap();
+    assert!(msg.contains("routing test \"帮我订个酒店\""), "{msg}");
+    // A harmless edit goes through.
+    let mut fine = app.config.clone();
+    agent_mut(&mut fine, "hotel_agent")["keywords"] = json!(["酒店", "住宿", "订房", "宾馆", "hotel", "民宿"]);
+    app.rewrite(&fine);
+    let status = app.wait_config(|s| s["version"] == 2).await;
+    assert!(status["last_error"].is_null());
+}
+
+#[tokio::test]
+async fn domains_are_served_and_group_the_capabilities_answer() {
+    let app = spawn_app_with(Setup::default(), |c| {
+        for (id, d) in
+            [("flight_agent", "出行"), ("pickup_agent", "出行"), ("hotel_agent", "住宿"), ("exchange_agent", "金融")]
+        {
+            agent_mut(c, id)["domain"] = json!(d);
+        }
+    })
+    .await;
+    let agents = app.get("/v1/agents").await;
+    let domain =
+        |id: &str| agents["agents"].as_array().unwrap().iter().find(|a| a["id"] == id).unwrap()["domain"].clone();
+    assert_eq!(domain("flight_agent"), "出行");
+    assert_eq!(domain("weather_agent"), Value::Null);
+    let events = app.ask("你能做什么", None).await;
+    let text = done(&events)["content"].as_str().unwrap().to_string();
+    let (travel, stay, other) = (text.find("出行:").unwrap(), text.find("住宿:").unwrap(), text.find("其他:").unwrap());
+    assert!(travel < stay && stay < other, "{text}");
+    assert!(text[travel..stay].contains("接机"), "{text}");
+}
+
+#[tokio::test]
+async fn bad_input_gets_a_clear_answer_and_no_panic() {
+    let app = spawn_app().await;
+    // Empty: a 400 that says why.
+    let resp = app
+        .client
+        .post(format!("{}/v1/chat", app.base))
+        .json(&json!({ "query": "", "user_id": "u1" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    let body: Value = resp.json().await.unwrap();
+    assert!(body.to_string().contains("empty"), "{body}");
+    let long = "帮我订酒店".repeat(800); // 4,000 characters: the limit
+    let mixed = "hello你好こんにちは안녕 hotel酒店 CA1234 🙂 Привет";
+    for query in
+        ["🙂🙂🙂🎉", "？？！！。。，，...", "。", long.as_str(), mixed, "\u{200b}\u{feff}", "a".repeat(4000).as_str()]
+    {
+        let events = app.ask(query, None).await;
+        let done = done(&events);
+        let text = done["content"].as_str().unwrap();
+        assert!(!text.trim().is_empty(), "an answer for {query:?}");
+    }
+    // Past the limit: a 400, not a panic.
+    let resp = app
+        .client
+        .post(format!("{}/v1/chat", app.base))
+        .json(&json!({ "query": "酒".repeat(4001), "user_id": "u1" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+}
