@@ -277,3 +277,37 @@ async fn the_supervisor_a2a_endpoint_gets_and_cancels_tasks() {
     let s = app.get(&format!("/v1/sessions/{ctx}?user_id=a2a")).await;
     assert!(s["pending"].is_null(), "{s}");
 }
+
+/// The supervisor with the train agent (an A2A peer like the `@a2a-js/sdk` sample) registered.
+async fn app_with_train_agent(peer: &crate::a2a_peer::TrainAgent) -> TestApp {
+    let entry = peer.config_entry();
+    spawn_app_with(Setup::default(), move |c| c["agents"].as_array_mut().unwrap().push(entry)).await
+}
+
+#[tokio::test]
+async fn a_follow_up_stream_that_opens_with_the_stored_task_completes_with_the_answer() {
+    use crate::a2a_peer::{TrainAgent, QUESTION};
+    let peer = TrainAgent::spawn().await;
+    let app = app_with_train_agent(&peer).await;
+    let first = app.ask("帮我订一张火车票", None).await;
+    let th = thread(&first);
+    let blocked = of_stage(&first, "blocked");
+    assert_eq!(blocked.len(), 1, "{first:#?}");
+    assert_eq!(blocked[0]["content"], QUESTION);
+
+    // The follow-up's stream begins with the stored task, still INPUT_REQUIRED: not the end.
+    let second = app.ask("12月3日", Some(&th)).await;
+    assert!(of_stage(&second, "blocked").is_empty(), "not asked again: {second:#?}");
+    let agent_done = of_stage(&second, "agent_done");
+    assert_eq!(agent_done.len(), 1, "{second:#?}");
+    assert_eq!(agent_done[0]["metadata"]["state"]["output"]["date"], "12月3日");
+    assert_eq!(done(&second)["stage"], "answer");
+    let s = app.get(&format!("/v1/sessions/{th}?user_id=u1")).await;
+    assert!(s["pending"].is_null(), "{s}");
+    // The answer went to the same remote task, which completed.
+    let sent: Vec<Value> = peer.requests().into_iter().filter(|r| r["method"] == "SendStreamingMessage").collect();
+    assert_eq!(sent.len(), 2);
+    let task_id = sent[1]["params"]["message"]["taskId"].as_str().unwrap();
+    assert_eq!(sent[1]["params"]["message"]["parts"][0]["text"], "12月3日");
+    assert_eq!(peer.task(task_id).unwrap()["status"]["state"], "TASK_STATE_COMPLETED");
+}

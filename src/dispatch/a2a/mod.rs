@@ -132,11 +132,21 @@ impl Outcome {
             Some(other) => Err(DispatchError::Agent(format!("task ended {other:?}: {message}"))),
         }
     }
+}
 
-    fn is_final(&self) -> bool {
-        self.state
-            .as_ref()
-            .is_some_and(|s| s.is_terminal() || matches!(s, TaskState::InputRequired | TaskState::AuthRequired))
+/// `true` when a stream frame ends the task's stream: a direct message, or a status update that
+/// is terminal, interrupted (`INPUT_REQUIRED`, `AUTH_REQUIRED`) or marked `final` (as A2A 0.3
+/// servers do). A `task` frame never does: it may be the stored task republished at the start
+/// of a follow-up's stream, so only the last state decides.
+fn ends_stream(frame: &StreamResponse, raw: &Value) -> bool {
+    match frame {
+        StreamResponse::Message(_) => true,
+        StreamResponse::StatusUpdate(u) => {
+            u.status.state.is_terminal()
+                || matches!(u.status.state, TaskState::InputRequired | TaskState::AuthRequired)
+                || raw["statusUpdate"]["final"] == Value::Bool(true)
+        }
+        StreamResponse::Task(_) | StreamResponse::ArtifactUpdate(_) => false,
     }
 }
 
@@ -235,8 +245,10 @@ pub async fn call(
         }
         let frame: StreamResponse = serde_json::from_value(v["result"].clone())
             .map_err(|e| DispatchError::Protocol(format!("A2A frame: {e}")))?;
+        let last = ends_stream(&frame, &v["result"]);
         match frame {
-            StreamResponse::Task(task) => outcome.task(&task, Some(&relay)),
+            // A snapshot, not progress: nothing in it is relayed.
+            StreamResponse::Task(task) => outcome.task(&task, None),
             StreamResponse::Message(m) => {
                 outcome.parts(&m.parts, Some(&relay));
                 outcome.state = Some(TaskState::Completed);
@@ -252,7 +264,7 @@ pub async fn call(
                 outcome.parts(&u.artifact.parts, Some(&relay));
             }
         }
-        if outcome.is_final() {
+        if last {
             break;
         }
     }
