@@ -286,7 +286,7 @@ async fn app_with_train_agent(peer: &crate::a2a_peer::TrainAgent) -> TestApp {
 
 #[tokio::test]
 async fn a_follow_up_stream_that_opens_with_the_stored_task_completes_with_the_answer() {
-    use crate::a2a_peer::{TrainAgent, QUESTION};
+    use crate::a2a_peer::{booked, TrainAgent, QUESTION};
     let peer = TrainAgent::spawn().await;
     let app = app_with_train_agent(&peer).await;
     let first = app.ask("帮我订一张火车票", None).await;
@@ -301,7 +301,9 @@ async fn a_follow_up_stream_that_opens_with_the_stored_task_completes_with_the_a
     let agent_done = of_stage(&second, "agent_done");
     assert_eq!(agent_done.len(), 1, "{second:#?}");
     assert_eq!(agent_done[0]["metadata"]["state"]["output"]["date"], "12月3日");
-    assert_eq!(done(&second)["stage"], "answer");
+    let answer = done(&second);
+    assert_eq!(answer["stage"], "answer");
+    assert!(answer["content"].as_str().unwrap().contains(&booked("12月3日")), "{answer}");
     let s = app.get(&format!("/v1/sessions/{th}?user_id=u1")).await;
     assert!(s["pending"].is_null(), "{s}");
     // The answer went to the same remote task, which completed.
@@ -310,4 +312,21 @@ async fn a_follow_up_stream_that_opens_with_the_stored_task_completes_with_the_a
     let task_id = sent[1]["params"]["message"]["taskId"].as_str().unwrap();
     assert_eq!(sent[1]["params"]["message"]["parts"][0]["text"], "12月3日");
     assert_eq!(peer.task(task_id).unwrap()["status"]["state"], "TASK_STATE_COMPLETED");
+}
+
+#[tokio::test]
+async fn the_artifact_is_the_result_and_status_texts_are_progress() {
+    use crate::a2a_peer::{booked, TrainAgent, PROGRESS};
+    let peer = TrainAgent::spawn().await;
+    let app = app_with_train_agent(&peer).await;
+    // WORKING "余票充足，正在出票…", then the artifact "已为您预订…", then COMPLETED (no message).
+    let events = app.ask("帮我订一张12月5日的火车票", None).await;
+    let deltas: Vec<&str> = of_stage(&events, "agent_delta").iter().map(|e| e["content"].as_str().unwrap()).collect();
+    assert!(deltas.contains(&PROGRESS), "the status text is relayed as progress: {deltas:?}");
+    let agent_done = of_stage(&events, "agent_done");
+    assert_eq!(agent_done.len(), 1, "{events:#?}");
+    assert_eq!(agent_done[0]["content"], booked("12月5日"), "the sub-task's result is the artifact's text");
+    assert_eq!(agent_done[0]["metadata"]["state"]["output"]["train"], "G123");
+    let answer = done(&events)["content"].as_str().unwrap();
+    assert!(answer.contains(&booked("12月5日")) && !answer.contains(PROGRESS), "{answer}");
 }
