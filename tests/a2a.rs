@@ -330,3 +330,41 @@ async fn the_artifact_is_the_result_and_status_texts_are_progress() {
     let answer = done(&events)["content"].as_str().unwrap();
     assert!(answer.contains(&booked("12月5日")) && !answer.contains(PROGRESS), "{answer}");
 }
+
+/// `POST /a2a` JSON-RPC as `user`.
+async fn a2a_rpc(app: &TestApp, user: &str, method: &str, params: Value) -> Value {
+    let body = json!({ "jsonrpc": "2.0", "id": "req-1", "method": method, "params": params });
+    let resp = app.client.post(format!("{}/a2a", app.base)).header("A2A-Version", "1.0").header("x-user-id", user);
+    resp.json(&body).send().await.unwrap().json().await.unwrap()
+}
+
+fn user_message(text: &str, task_id: Option<&Value>) -> Value {
+    let mut m =
+        json!({ "messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_USER", "parts": [{ "text": text }] });
+    if let Some(t) = task_id {
+        m["taskId"] = t.clone();
+    }
+    json!({ "message": m })
+}
+
+#[tokio::test]
+async fn a_sub_agents_question_leaves_our_a2a_task_input_required() {
+    use crate::a2a_peer::{booked, TrainAgent, QUESTION};
+    let peer = TrainAgent::spawn().await;
+    let app = app_with_train_agent(&peer).await;
+    let sent = a2a_rpc(&app, "u1", "SendMessage", user_message("帮我订一张火车票", None)).await;
+    let task = &sent["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{sent}");
+    let parts = &task["status"]["message"]["parts"];
+    assert!(parts[0]["text"].as_str().unwrap().contains(QUESTION), "{parts}");
+    assert_eq!(parts[1]["data"]["input_required"][0]["question"], QUESTION, "{parts}");
+    assert!(task.get("artifacts").is_none(), "no answer yet: {task}");
+
+    // The answer on the same task resumes the sub-agent's task and completes ours.
+    let again = a2a_rpc(&app, "u1", "SendMessage", user_message("12月3日", Some(&task["id"]))).await;
+    let task2 = &again["result"]["task"];
+    assert_eq!(task2["id"], task["id"]);
+    assert_eq!(task2["status"]["state"], "TASK_STATE_COMPLETED", "{again}");
+    let answer = task2["artifacts"][0]["parts"][0]["text"].as_str().unwrap();
+    assert!(answer.contains(&booked("12月3日")), "{answer}");
+}

@@ -167,9 +167,7 @@ async fn rpc(State(st): State<Arc<Mutex<PeerState>>>, Json(req): Json<Value>) ->
             (tid, ctx, date)
         }
     };
-    let status_update = |state: &str, text: Option<&str>| {
-        json!({ "statusUpdate": { "taskId": task_id, "contextId": context_id, "status": status(state, text, &task_id, &context_id) } })
-    };
+    let status_update = |state: &str, text: Option<&str>| json!({ "statusUpdate": { "taskId": task_id, "contextId": context_id, "status": status(state, text, &task_id, &context_id) } });
     let task = st.tasks.get_mut(&task_id).unwrap();
     match date.filter(|d| !d.is_empty()) {
         None => {

@@ -187,3 +187,44 @@ async fn bad_ag_ui_bodies_are_json_errors() {
     assert_eq!(resp.status(), 400);
     assert_eq!(resp.json::<Value>().await.unwrap()["error"]["code"], "invalid_resume");
 }
+
+#[tokio::test]
+async fn a_sub_agents_question_is_an_interrupt_answered_in_text() {
+    use crate::a2a_peer::{booked, TrainAgent, QUESTION};
+    let peer = TrainAgent::spawn().await;
+    let entry = peer.config_entry();
+    let app = spawn_app_with(Setup::default(), move |c| c["agents"].as_array_mut().unwrap().push(entry)).await;
+    let first = run(
+        &app,
+        json!({ "threadId": "agui-train", "runId": "r1",
+                                   "messages": [{ "id": "m1", "role": "user", "content": "帮我订一张火车票" }] }),
+    )
+    .await;
+    check_run(&first);
+    let finished = first.last().unwrap();
+    assert_eq!(finished["outcome"]["type"], "interrupt", "{finished}");
+    let interrupt = &finished["outcome"]["interrupts"][0];
+    assert_eq!(interrupt["reason"], "input_required");
+    assert_eq!(interrupt["message"], QUESTION);
+    assert_eq!(interrupt["responseSchema"]["properties"]["answer"]["type"], "string");
+    assert_eq!(interrupt["responseSchema"]["required"], json!(["answer"]));
+    assert!(interrupt["expiresAt"].is_string());
+
+    let second = run(
+        &app,
+        json!({ "threadId": "agui-train", "runId": "r2", "messages": [],
+                                    "resume": [{ "interruptId": interrupt["id"], "status": "resolved",
+                                                 "payload": { "answer": "12月3日" } }] }),
+    )
+    .await;
+    check_run(&second);
+    assert_eq!(second.last().unwrap()["outcome"]["type"], "success", "{second:#?}");
+    let text: String = second
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT" && e["messageId"] == "answer_r2")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert!(text.contains(&booked("12月3日")), "{text}");
+    let sent = peer.requests();
+    assert_eq!(sent.last().unwrap()["params"]["message"]["parts"][0]["text"], "12月3日");
+}

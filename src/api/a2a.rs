@@ -215,15 +215,21 @@ fn agent_message(task: &Task, parts: Vec<Part>) -> Message {
     m
 }
 
-/// Applies the turn's `done` event to the task: state, status message, answer artifact.
+/// Applies the turn's `done` event to the task: state, status message, answer artifact. Missing
+/// semantic keys and questions of A2A sub-agents both leave the task `INPUT_REQUIRED`.
 fn finish(task: &mut Task, done: &StageEvent) {
-    let semantic_info = done.payload.semantic_info.as_deref().filter(|i| !i.is_empty());
-    let (state, mut parts) = match (done.stage, semantic_info) {
-        (Stage::Error, _) => (TaskState::Failed, vec![Part::text(done.content.clone())]),
-        (_, Some(info)) => (
-            TaskState::InputRequired,
-            vec![Part::text(done.content.clone()), Part::data(json!({ "semantic_info": info }))],
-        ),
+    let mut asks = Map::new();
+    if let Some(info) = done.payload.semantic_info.as_deref().filter(|i| !i.is_empty()) {
+        asks.insert("semantic_info".into(), json!(info));
+    }
+    if let Some(questions) = done.payload.questions.as_deref().filter(|q| !q.is_empty()) {
+        asks.insert("input_required".into(), json!(questions));
+    }
+    let (state, mut parts) = match done.stage {
+        Stage::Error => (TaskState::Failed, vec![Part::text(done.content.clone())]),
+        _ if !asks.is_empty() => {
+            (TaskState::InputRequired, vec![Part::text(done.content.clone()), Part::data(Value::Object(asks))])
+        }
         _ => (TaskState::Completed, vec![Part::text(done.content.clone())]),
     };
     if let Some(card) = &done.payload.escalation {

@@ -27,7 +27,7 @@ use super::error::{ApiError, ApiJson};
 use super::AppState;
 use crate::config::key_subschema;
 use crate::events::{Stage, StageEvent};
-use crate::planner::SemanticInfo;
+use crate::planner::{RemoteQuestion, SemanticInfo};
 use crate::registry::Registry;
 use crate::supervisor::TurnRequest;
 
@@ -98,10 +98,25 @@ pub async fn run(
     ApiJson(input): ApiJson<RunAgentInput>,
 ) -> Result<impl IntoResponse, ApiError> {
     let user = user_id(&input, &headers);
+    // The sub-tasks the resumed interrupts name: an A2A agent's question is answered in text.
+    let pending = if input.resume.is_empty() {
+        Vec::new()
+    } else {
+        let session = state.supervisor.sessions.peek(&user, &input.thread_id).await;
+        let session = session.map_err(|e| ApiError::Unavailable(format!("session store: {e}")))?;
+        session.and_then(|s| s.conversation.pending().map(|p| p.tasks.clone())).unwrap_or_default()
+    };
     let mut slots = Map::new();
+    let mut answers = Vec::new();
     let mut cancelled = false;
     for r in &input.resume {
+        let asked_by_agent = pending.iter().any(|t| t.task_id == r.interrupt_id && t.remote.is_some());
         match r.status.as_str() {
+            "resolved" if asked_by_agent => {
+                if let Some(text) = r.payload.as_str().or_else(|| r.payload["answer"].as_str()) {
+                    answers.push(text.to_string());
+                }
+            }
             "resolved" => {
                 if let Value::Object(values) = &r.payload {
                     slots.extend(values.clone());
@@ -116,8 +131,8 @@ pub async fn run(
             }
         }
     }
-    let cancel = cancelled && slots.is_empty();
-    let query = if input.resume.is_empty() { last_user_text(&input.messages) } else { String::new() };
+    let cancel = cancelled && slots.is_empty() && answers.is_empty();
+    let query = if input.resume.is_empty() { last_user_text(&input.messages) } else { answers.join("\n") };
     let body =
         super::chat::ChatBody { query, user_id: user, thread_id: Some(input.thread_id.clone()), slots: Some(slots) };
     let mut req: TurnRequest = if cancel { body.validate_cancel()? } else { body.validate()? };
@@ -255,17 +270,17 @@ impl AgUiMapper {
                 }
                 self.leave(&mut out);
                 let mut finished = json!({ "type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id });
-                match ev.payload.semantic_info.as_deref().filter(|i| !i.is_empty()) {
-                    Some(infos) => {
-                        let expires = ev.payload.clarification_expires_at.unwrap_or_else(|| self.default_expiry());
-                        finished["outcome"] =
-                            json!({ "type": "interrupt", "interrupts": self.interrupts(infos, &ev.content, expires) });
-                    }
-                    None => {
-                        finished["outcome"] = json!({ "type": "success" });
-                        if let Some(card) = &ev.payload.escalation {
-                            finished["result"] = json!({ "escalation": &**card });
-                        }
+                let infos = ev.payload.semantic_info.as_deref().unwrap_or_default();
+                let questions = ev.payload.questions.as_deref().unwrap_or_default();
+                if !infos.is_empty() || !questions.is_empty() {
+                    let expires = ev.payload.clarification_expires_at.unwrap_or_else(|| self.default_expiry());
+                    let mut interrupts = self.interrupts(infos, &ev.content, expires);
+                    interrupts.extend(questions.iter().map(|q| question_interrupt(q, expires)));
+                    finished["outcome"] = json!({ "type": "interrupt", "interrupts": interrupts });
+                } else {
+                    finished["outcome"] = json!({ "type": "success" });
+                    if let Some(card) = &ev.payload.escalation {
+                        finished["result"] = json!({ "escalation": &**card });
                     }
                 }
                 out.push(finished);
@@ -324,4 +339,21 @@ impl AgUiMapper {
             })
             .collect()
     }
+}
+
+/// The interrupt for an A2A sub-agent's own question: its message is the question, the answer a
+/// text (`payload: {"answer": "…"}`), sent to the agent on its task.
+fn question_interrupt(q: &RemoteQuestion, expires: chrono::DateTime<chrono::Utc>) -> Value {
+    json!({
+        "id": q.task_id,
+        "reason": "input_required",
+        "message": q.question,
+        "responseSchema": {
+            "type": "object",
+            "properties": { "answer": { "type": "string", "description": q.question } },
+            "required": ["answer"],
+        },
+        "expiresAt": expires.to_rfc3339(),
+        "metadata": { "widgets": [] },
+    })
 }

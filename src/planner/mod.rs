@@ -17,7 +17,9 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 pub use intent::{Lang, SimpleIntent};
-pub use plan::{Candidate, KeySources, MissKind, RemoteTask, SemanticInfo, SubTask, TaskPlan, TaskStatus, TaskType};
+pub use plan::{
+    Candidate, KeySources, MissKind, RemoteQuestion, RemoteTask, SemanticInfo, SubTask, TaskPlan, TaskStatus, TaskType,
+};
 
 use crate::registry::Registry;
 

@@ -192,6 +192,12 @@ impl Supervisor {
             StageEvent::new(Stage::Answer, text.clone()).agent("summarize").plan(&plan).state("summarizer", summarizer);
         if !plan.semantic_info.is_empty() {
             done = done.semantic_info(&plan.semantic_info);
+        }
+        let questions = plan.remote_questions();
+        if !questions.is_empty() {
+            done = done.questions(&questions);
+        }
+        if !plan.semantic_info.is_empty() || !questions.is_empty() {
             done.payload.clarification_expires_at = session.conversation.pending().map(|p| p.expires_at);
         }
         t.sink.emit(done);
