@@ -368,3 +368,32 @@ async fn a_sub_agents_question_leaves_our_a2a_task_input_required() {
     let answer = task2["artifacts"][0]["parts"][0]["text"].as_str().unwrap();
     assert!(answer.contains(&booked("12月3日")), "{answer}");
 }
+
+#[tokio::test]
+async fn a2a_tasks_are_bound_to_the_user_that_created_them() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let sent = a2a_rpc(&app, "alice", "SendMessage", user_message("帮我订个酒店", None)).await;
+    let task = &sent["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{sent}");
+    let id = task["id"].clone();
+
+    // Another user can neither read nor cancel it: for them it does not exist.
+    let got = a2a_rpc(&app, "mallory", "GetTask", json!({ "id": id })).await;
+    assert_eq!(got["error"]["code"], -32001, "{got}");
+    let cancelled = a2a_rpc(&app, "mallory", "CancelTask", json!({ "id": id })).await;
+    assert_eq!(cancelled["error"]["code"], -32001, "{cancelled}");
+    // Nor continue it.
+    let slots = json!({ "city": "上海", "check_in_date": "2026-12-02" });
+    let mut follow_up = user_message("", Some(&id));
+    follow_up["message"]["parts"] = json!([{ "data": slots }]);
+    let other = a2a_rpc(&app, "mallory", "SendMessage", follow_up.clone()).await;
+    assert_ne!(other["result"]["task"]["id"], id, "{other}");
+    assert!(app.calls("hotel_agent").is_empty(), "mallory's values did not resume alice's booking");
+
+    // Its owner still can.
+    let got = a2a_rpc(&app, "alice", "GetTask", json!({ "id": id })).await;
+    assert_eq!(got["result"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{got}");
+    let done = a2a_rpc(&app, "alice", "SendMessage", follow_up).await;
+    assert_eq!(done["result"]["task"]["id"], id);
+    assert_eq!(done["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+}

@@ -4,7 +4,8 @@
 //! `CancelTask` (the A2A 0.3 names `message/send`, `message/stream`, `tasks/get`, `tasks/cancel`
 //! are accepted too). Types come from the official `a2a-lf` crate.
 //!
-//! One A2A task is one turn; the A2A context is the Switchboard thread. Text parts are the query,
+//! One A2A task is one turn; the A2A context is the Switchboard thread. A task belongs to the
+//! user that created it (`x-user-id`): other users get `TaskNotFoundError`. Text parts are the query,
 //! data parts are `slots`. Missing semantic keys end the task in `TASK_STATE_INPUT_REQUIRED`
 //! whose status message carries the text and a data part `{semantic_info: [{keys,
 //! key_descriptions, fe_widgets_suggestion, ..}]}`; a follow-up message on the same task resumes
@@ -43,8 +44,9 @@ pub struct A2aTasks {
 }
 
 impl A2aTasks {
-    fn get(&self, id: &str) -> Option<(Task, String)> {
-        self.tasks.lock().ok().and_then(|t| t.get(id).cloned())
+    /// The task `id` if `user` created it: another user's task does not exist for them.
+    fn get(&self, id: &str, user: &str) -> Option<(Task, String)> {
+        self.tasks.lock().ok().and_then(|t| t.get(id).filter(|(_, owner)| owner == user).cloned())
     }
 
     fn put(&self, task: &Task, user: &str) {
@@ -135,14 +137,14 @@ pub async fn rpc(State(state): State<AppState>, headers: HeaderMap, body: axum::
         },
         "GetTask" | "tasks/get" => {
             let task_id = params["id"].as_str().unwrap_or_default();
-            match state.a2a_tasks.get(task_id) {
+            match state.a2a_tasks.get(task_id, &user) {
                 Some((task, _)) => Json(JsonRpcResponse::success(id, json!(task))).into_response(),
                 None => rpc_error(id, -32001, "task not found"),
             }
         }
         "CancelTask" | "tasks/cancel" => {
             let task_id = params["id"].as_str().unwrap_or_default();
-            let Some((mut task, owner)) = state.a2a_tasks.get(task_id) else {
+            let Some((mut task, owner)) = state.a2a_tasks.get(task_id, &user) else {
                 return rpc_error(id, -32001, "task not found");
             };
             if task.status.state.is_terminal() {
@@ -178,7 +180,7 @@ fn start(state: &AppState, params: Value, user: &str) -> Result<(Task, Turn), (i
         }
     }
     // A follow-up on a task that asked for input continues that task (and its thread).
-    let previous = message.task_id.as_deref().and_then(|t| state.a2a_tasks.get(t));
+    let previous = message.task_id.as_deref().and_then(|t| state.a2a_tasks.get(t, user));
     let continues = previous.as_ref().filter(|(t, _)| t.status.state == TaskState::InputRequired);
     let context_id = message
         .context_id
