@@ -387,7 +387,7 @@ async fn a2a_tasks_are_bound_to_the_user_that_created_them() {
     let mut follow_up = user_message("", Some(&id));
     follow_up["message"]["parts"] = json!([{ "data": slots }]);
     let other = a2a_rpc(&app, "mallory", "SendMessage", follow_up.clone()).await;
-    assert_ne!(other["result"]["task"]["id"], id, "{other}");
+    assert_eq!(other["error"]["code"], -32001, "{other}");
     assert!(app.calls("hotel_agent").is_empty(), "mallory's values did not resume alice's booking");
 
     // Its owner still can.
@@ -396,4 +396,34 @@ async fn a2a_tasks_are_bound_to_the_user_that_created_them() {
     let done = a2a_rpc(&app, "alice", "SendMessage", follow_up).await;
     assert_eq!(done["result"]["task"]["id"], id);
     assert_eq!(done["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+}
+
+#[tokio::test]
+async fn a_message_naming_a_task_must_name_a_live_task_of_its_context() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    // Unknown task: TaskNotFoundError, no new task.
+    let unknown = a2a_rpc(&app, "u1", "SendMessage", user_message("帮我订个酒店", Some(&json!("task_nope")))).await;
+    assert_eq!(unknown["error"]["code"], -32001, "{unknown}");
+
+    let sent = a2a_rpc(&app, "u1", "SendMessage", user_message("帮我订个酒店", None)).await;
+    let task = sent["result"]["task"].clone();
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+    // Another context: invalid params, and nothing is rewritten.
+    let mut wrong = user_message("北京，2026-12-01 入住", Some(&task["id"]));
+    wrong["message"]["contextId"] = json!("ctx_other");
+    let refused = a2a_rpc(&app, "u1", "SendMessage", wrong).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let got = a2a_rpc(&app, "u1", "GetTask", json!({ "id": task["id"] })).await;
+    assert_eq!(got["result"]["contextId"], task["contextId"]);
+    assert_eq!(got["result"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+    assert!(app.calls("hotel_agent").is_empty());
+
+    // The right context (or none) continues it; once terminal it takes no more messages.
+    let mut right = user_message("北京，2026-12-01 入住", Some(&task["id"]));
+    right["message"]["contextId"] = task["contextId"].clone();
+    let done = a2a_rpc(&app, "u1", "SendMessage", right).await;
+    assert_eq!(done["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+    let late = a2a_rpc(&app, "u1", "SendMessage", user_message("再订一晚", Some(&task["id"]))).await;
+    assert_eq!(late["error"]["code"], -32004, "{late}");
+    assert_eq!(app.calls("hotel_agent").len(), 1);
 }

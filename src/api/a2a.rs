@@ -179,15 +179,27 @@ fn start(state: &AppState, params: Value, user: &str) -> Result<(Task, Turn), (i
             _ => {}
         }
     }
-    // A follow-up on a task that asked for input continues that task (and its thread).
-    let previous = message.task_id.as_deref().and_then(|t| state.a2a_tasks.get(t, user));
-    let continues = previous.as_ref().filter(|(t, _)| t.status.state == TaskState::InputRequired);
-    let context_id = message
-        .context_id
-        .clone()
-        .or_else(|| previous.as_ref().map(|(t, _)| t.context_id.clone()))
-        .unwrap_or_else(|| format!("ctx_{}", uuid::Uuid::new_v4().simple()));
-    let task_id = continues.map_or_else(|| format!("task_{}", uuid::Uuid::new_v4().simple()), |(t, _)| t.id.clone());
+    // A message naming a task continues it (and its thread): the task must exist for this user,
+    // not be terminal, and be in the message's context if one is given. Nothing is rewritten.
+    let continues = match message.task_id.as_deref() {
+        None => None,
+        Some(id) => {
+            let (task, _) = state.a2a_tasks.get(id, user).ok_or_else(|| (-32001, format!("task not found: {id}")))?;
+            if task.status.state.is_terminal() {
+                return Err((-32004, format!("task {id} is in a terminal state and accepts no more messages")));
+            }
+            if message.context_id.as_ref().is_some_and(|c| *c != task.context_id) {
+                return Err((-32602, format!("invalid params: contextId does not match the context of task {id}")));
+            }
+            Some(task)
+        }
+    };
+    let context_id = continues.as_ref().map_or_else(
+        || message.context_id.clone().unwrap_or_else(|| format!("ctx_{}", uuid::Uuid::new_v4().simple())),
+        |t| t.context_id.clone(),
+    );
+    let task_id =
+        continues.as_ref().map_or_else(|| format!("task_{}", uuid::Uuid::new_v4().simple()), |t| t.id.clone());
     let body = super::chat::ChatBody {
         query: text.join("\n"),
         user_id: user.to_string(),
@@ -197,7 +209,7 @@ fn start(state: &AppState, params: Value, user: &str) -> Result<(Task, Turn), (i
     let turn_req: TurnRequest = body.validate().map_err(|e| (-32602, e.to_string()))?;
     let turn = state.supervisor.start_turn(turn_req);
     drop(admission);
-    let mut history = continues.and_then(|(t, _)| t.history.clone()).unwrap_or_default();
+    let mut history = continues.and_then(|t| t.history).unwrap_or_default();
     history.push(message);
     let task = Task {
         id: task_id,
