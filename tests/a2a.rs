@@ -427,3 +427,85 @@ async fn a_message_naming_a_task_must_name_a_live_task_of_its_context() {
     assert_eq!(late["error"]["code"], -32004, "{late}");
     assert_eq!(app.calls("hotel_agent").len(), 1);
 }
+
+/// The supervisor with a hotel agent that takes `delay` to answer.
+async fn app_with_slow_hotel(delay: Duration) -> TestApp {
+    let mut options = std::collections::HashMap::new();
+    options.insert("hotel_agent", switchboard_demo::SampleOptions { delay });
+    spawn_app_with(Setup { options, ..Default::default() }, |_| {}).await
+}
+
+/// Polls `GetTask` until the task's state is `want` (or 10 s pass); returns the task.
+async fn wait_state(app: &TestApp, user: &str, id: &Value, want: &str) -> Value {
+    let mut task = Value::Null;
+    for _ in 0..200 {
+        task = a2a_rpc(app, user, "GetTask", json!({ "id": id })).await["result"].clone();
+        if task["status"]["state"] == want {
+            return task;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("task {id} never reached {want}: {task}");
+}
+
+#[tokio::test]
+async fn return_immediately_answers_at_once_and_get_task_follows_the_task() {
+    let app = app_with_slow_hotel(Duration::from_millis(1500)).await;
+    let mut params = user_message("帮我订北京的酒店，2026-12-01入住", None);
+    params["configuration"] = json!({ "returnImmediately": true });
+    let started = std::time::Instant::now();
+    let sent = a2a_rpc(&app, "u1", "SendMessage", params).await;
+    assert!(started.elapsed() < Duration::from_millis(1000), "answered before the hotel agent did");
+    let task = &sent["result"]["task"];
+    assert!(matches!(task["status"]["state"].as_str(), Some("TASK_STATE_SUBMITTED" | "TASK_STATE_WORKING")), "{sent}");
+    let working = wait_state(&app, "u1", &task["id"], "TASK_STATE_WORKING").await;
+    assert!(working["status"]["message"]["parts"][0]["text"].is_string(), "progress text: {working}");
+    let completed = wait_state(&app, "u1", &task["id"], "TASK_STATE_COMPLETED").await;
+    assert!(completed["artifacts"][0]["parts"][0]["text"].as_str().unwrap().contains("北京"), "{completed}");
+    assert_eq!(app.calls("hotel_agent").len(), 1);
+}
+
+#[tokio::test]
+async fn cancelling_a_running_task_stops_following_its_turn() {
+    let app = app_with_slow_hotel(Duration::from_millis(1000)).await;
+    let mut params = user_message("帮我订北京的酒店，2026-12-01入住", None);
+    params["configuration"] = json!({ "returnImmediately": true });
+    let sent = a2a_rpc(&app, "u1", "SendMessage", params).await;
+    let id = sent["result"]["task"]["id"].clone();
+    wait_state(&app, "u1", &id, "TASK_STATE_WORKING").await;
+    let cancelled = a2a_rpc(&app, "u1", "CancelTask", json!({ "id": id })).await;
+    assert_eq!(cancelled["result"]["status"]["state"], "TASK_STATE_CANCELED", "{cancelled}");
+    // The turn ends in the background; the task stays cancelled.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let got = a2a_rpc(&app, "u1", "GetTask", json!({ "id": id })).await;
+    assert_eq!(got["result"]["status"]["state"], "TASK_STATE_CANCELED", "{got}");
+    assert!(got["result"].get("artifacts").is_none(), "{got}");
+    assert_eq!(a2a_rpc(&app, "u1", "CancelTask", json!({ "id": id })).await["error"]["code"], -32002);
+}
+
+#[tokio::test]
+async fn a_clarification_opened_by_the_turn_of_a_cancelled_task_is_dropped() {
+    let mut options = std::collections::HashMap::new();
+    options.insert("flight_agent", switchboard_demo::SampleOptions { delay: Duration::from_millis(1000) });
+    let app = spawn_app_with(Setup { options, ..Default::default() }, |_| {}).await;
+    // The flight runs (slowly); the hotel waits for its check-in date.
+    let mut params = user_message("帮我查一下航班CA1234，再帮我订个酒店", None);
+    params["configuration"] = json!({ "returnImmediately": true });
+    let sent = a2a_rpc(&app, "u1", "SendMessage", params).await;
+    let task = sent["result"]["task"].clone();
+    wait_state(&app, "u1", &task["id"], "TASK_STATE_WORKING").await;
+    let cancelled = a2a_rpc(&app, "u1", "CancelTask", json!({ "id": task["id"] })).await;
+    assert_eq!(cancelled["result"]["status"]["state"], "TASK_STATE_CANCELED", "{cancelled}");
+    let ctx = task["contextId"].as_str().unwrap();
+    let mut session = Value::Null;
+    for _ in 0..60 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        session = app.get(&format!("/v1/sessions/{ctx}?user_id=u1")).await;
+        if session["history"].as_array().is_some_and(|h| !h.is_empty()) && session["pending"].is_null() {
+            break;
+        }
+    }
+    assert_eq!(session["history"].as_array().map(Vec::len), Some(1), "the turn ran to its end: {session}");
+    assert!(session["pending"].is_null(), "no clarification left behind: {session}");
+    assert_eq!(app.calls("flight_agent").len(), 1);
+}

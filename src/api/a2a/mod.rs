@@ -5,15 +5,19 @@
 //! are accepted too). Types come from the official `a2a-lf` crate.
 //!
 //! One A2A task is one turn; the A2A context is the Switchboard thread. A task belongs to the
-//! user that created it (`x-user-id`): other users get `TaskNotFoundError`. Text parts are the query,
-//! data parts are `slots`. Missing semantic keys end the task in `TASK_STATE_INPUT_REQUIRED`
+//! user that created it (`x-user-id`): other users get `TaskNotFoundError`. Text parts are the
+//! query, data parts are `slots`. The turn runs in the background ([`tasks`]): stage events move
+//! the task to `TASK_STATE_WORKING` (streamed as status updates), the answer is an artifact.
+//! `SendMessage` waits for the end unless `returnImmediately`; `GetTask` follows the task.
+//! Missing semantic keys (or a sub-agent's question) end the task in `TASK_STATE_INPUT_REQUIRED`
 //! whose status message carries the text and a data part `{semantic_info: [{keys,
 //! key_descriptions, fe_widgets_suggestion, ..}]}`; a follow-up message on the same task resumes
-//! it. Stage events stream as `TASK_STATE_WORKING` status updates; the answer is an artifact.
+//! it. `CancelTask` stops following a running turn (which still completes in the background).
+
+mod tasks;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::Mutex;
 
 use ::a2a::{
     AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, JsonRpcError, JsonRpcId, JsonRpcRequest,
@@ -33,35 +37,8 @@ use super::AppState;
 use crate::events::{Stage, StageEvent};
 use crate::supervisor::TurnRequest;
 use crate::text::Lang;
-
-/// Tasks kept for `GetTask` / `CancelTask`, at most.
-const MAX_TASKS: usize = 10_000;
-
-/// A2A tasks served by this supervisor.
-#[derive(Debug, Default)]
-pub struct A2aTasks {
-    tasks: Mutex<HashMap<String, (Task, String)>>,
-}
-
-impl A2aTasks {
-    /// The task `id` if `user` created it: another user's task does not exist for them.
-    fn get(&self, id: &str, user: &str) -> Option<(Task, String)> {
-        self.tasks.lock().ok().and_then(|t| t.get(id).filter(|(_, owner)| owner == user).cloned())
-    }
-
-    fn put(&self, task: &Task, user: &str) {
-        if let Ok(mut t) = self.tasks.lock() {
-            if t.len() >= MAX_TASKS && !t.contains_key(&task.id) {
-                // Terminal tasks go first; then everything (bounded memory beats old history).
-                t.retain(|_, (task, _)| !task.status.state.is_terminal());
-                if t.len() >= MAX_TASKS {
-                    t.clear();
-                }
-            }
-            t.insert(task.id.clone(), (task.clone(), user.to_string()));
-        }
-    }
-}
+pub use tasks::A2aTasks;
+use tasks::{CancelError, Updates};
 
 fn base_url(headers: &HeaderMap) -> String {
     let host = headers.get("host").and_then(|h| h.to_str().ok()).unwrap_or("127.0.0.1");
@@ -108,6 +85,10 @@ fn rpc_error(id: JsonRpcId, code: i32, message: impl Into<String>) -> Response {
     Json(JsonRpcResponse::error(id, JsonRpcError { code, message: message.into(), data: None })).into_response()
 }
 
+fn success(id: JsonRpcId, result: Value) -> Response {
+    Json(JsonRpcResponse::success(id, result)).into_response()
+}
+
 /// `POST /a2a`: JSON-RPC 2.0.
 pub async fn rpc(State(state): State<AppState>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
     let req: JsonRpcRequest = match serde_json::from_slice(&body) {
@@ -120,55 +101,62 @@ pub async fn rpc(State(state): State<AppState>, headers: HeaderMap, body: axum::
         headers.get("x-user-id").and_then(|v| v.to_str().ok()).filter(|u| !u.is_empty()).unwrap_or("a2a").to_string();
     match req.method.as_str() {
         "SendMessage" | "message/send" => match start(&state, params, &user) {
-            Ok((task, turn)) => {
-                let events: Vec<StageEvent> = UnboundedReceiverStream::new(turn).collect().await;
-                let mut task = task;
-                if let Some(done) = events.iter().find(|e| e.is_done()) {
-                    finish(&mut task, done);
-                }
-                state.a2a_tasks.put(&task, &user);
-                Json(JsonRpcResponse::success(id, json!({ "task": task }))).into_response()
+            Ok((started, updates)) if !started.return_immediately => {
+                // Wait for the end: the updates stop when the task is terminal or interrupted.
+                let mut updates = updates;
+                while updates.recv().await.is_some() {}
+                let task = state.a2a_tasks.get(&started.task.id, &user).unwrap_or(started.task);
+                success(id, json!({ "task": task }))
             }
+            Ok((started, _)) => success(id, json!({ "task": started.task })),
             Err((code, msg)) => rpc_error(id, code, msg),
         },
         "SendStreamingMessage" | "message/stream" => match start(&state, params, &user) {
-            Ok((task, turn)) => stream(state, id, task, turn, user).into_response(),
+            Ok((started, updates)) => stream(id, started.task, updates).into_response(),
             Err((code, msg)) => rpc_error(id, code, msg),
         },
         "GetTask" | "tasks/get" => {
             let task_id = params["id"].as_str().unwrap_or_default();
             match state.a2a_tasks.get(task_id, &user) {
-                Some((task, _)) => Json(JsonRpcResponse::success(id, json!(task))).into_response(),
+                Some(task) => success(id, json!(task)),
                 None => rpc_error(id, -32001, "task not found"),
             }
         }
         "CancelTask" | "tasks/cancel" => {
             let task_id = params["id"].as_str().unwrap_or_default();
-            let Some((mut task, owner)) = state.a2a_tasks.get(task_id, &user) else {
-                return rpc_error(id, -32001, "task not found");
-            };
-            if task.status.state.is_terminal() {
-                return rpc_error(id, -32002, "task cannot be canceled");
+            // A clarification the task waits on is dropped first: if that fails, nothing changed.
+            if let Some(task) = state.a2a_tasks.get(task_id, &user) {
+                if task.status.state == TaskState::InputRequired {
+                    if let Err(e) = state.supervisor.cancel_pending(&user, &task.context_id).await {
+                        return rpc_error(id, -32603, format!("session store: {e}"));
+                    }
+                }
             }
-            if let Err(e) = state.supervisor.cancel_pending(&owner, &task.context_id).await {
-                return rpc_error(id, -32603, format!("session store: {e}"));
+            let status = TaskStatus { state: TaskState::Canceled, message: None, timestamp: Some(chrono::Utc::now()) };
+            match state.a2a_tasks.cancel(task_id, &user, status) {
+                Ok((task, _)) => success(id, json!(task)),
+                Err(CancelError::NotFound) => rpc_error(id, -32001, "task not found"),
+                Err(CancelError::NotCancelable) => rpc_error(id, -32002, "task cannot be canceled"),
             }
-            task.status = TaskStatus { state: TaskState::Canceled, message: None, timestamp: Some(chrono::Utc::now()) };
-            state.a2a_tasks.put(&task, &owner);
-            Json(JsonRpcResponse::success(id, json!(task))).into_response()
         }
         other => rpc_error(id, -32601, format!("method not found: {other}")),
     }
 }
 
-type Turn = tokio::sync::mpsc::UnboundedReceiver<StageEvent>;
+/// A task just started, and how the client wants the answer.
+struct Started {
+    task: Task,
+    return_immediately: bool,
+}
 
-/// Validates the message, starts the turn; returns the task in `SUBMITTED`.
-fn start(state: &AppState, params: Value, user: &str) -> Result<(Task, Turn), (i32, String)> {
+/// Validates the message, stores the task in `SUBMITTED` (new, or the continued one), starts the
+/// turn in the background and subscribes to the task's updates.
+fn start(state: &AppState, params: Value, user: &str) -> Result<(Started, Updates), (i32, String)> {
     // A2A has no HTTP status for overload: a JSON-RPC server error says so.
     let admission = state.limits.admit(user).map_err(|e| (-32603, e.to_string()))?;
     let req: SendMessageRequest =
         serde_json::from_value(params).map_err(|e| (-32602, format!("invalid params: {e}")))?;
+    let return_immediately = req.configuration.as_ref().and_then(|c| c.return_immediately).unwrap_or(false);
     let message = req.message;
     let mut text = Vec::new();
     let mut slots = Map::new();
@@ -184,7 +172,7 @@ fn start(state: &AppState, params: Value, user: &str) -> Result<(Task, Turn), (i
     let continues = match message.task_id.as_deref() {
         None => None,
         Some(id) => {
-            let (task, _) = state.a2a_tasks.get(id, user).ok_or_else(|| (-32001, format!("task not found: {id}")))?;
+            let task = state.a2a_tasks.get(id, user).ok_or_else(|| (-32001, format!("task not found: {id}")))?;
             if task.status.state.is_terminal() {
                 return Err((-32004, format!("task {id} is in a terminal state and accepts no more messages")));
             }
@@ -219,7 +207,35 @@ fn start(state: &AppState, params: Value, user: &str) -> Result<(Task, Turn), (i
         history: Some(history),
         metadata: None,
     };
-    Ok((task, turn.events))
+    let updates = state.a2a_tasks.start(task.clone(), user);
+    drive(state.clone(), task.id.clone(), user.to_string(), task.context_id.clone(), turn.events);
+    Ok((Started { task, return_immediately }, updates))
+}
+
+type Turn = tokio::sync::mpsc::UnboundedReceiver<StageEvent>;
+
+/// Applies the turn's events to the task in the background: a `WORKING` status update per stage
+/// event with text, then at the `done` event the answer artifact and the final status. A task
+/// cancelled meanwhile is left as it is; a clarification its turn opened is dropped.
+fn drive(state: AppState, task_id: String, owner: String, context_id: String, mut turn: Turn) {
+    tokio::spawn(async move {
+        while let Some(ev) = turn.recv().await {
+            if ev.is_done() {
+                let applied = state.a2a_tasks.update(&task_id, |task| finish(task, &ev));
+                let asks = ev.payload.semantic_info.as_ref().is_some_and(|i| !i.is_empty())
+                    || ev.payload.questions.as_ref().is_some_and(|q| !q.is_empty());
+                if !applied && asks {
+                    if let Err(e) = state.supervisor.cancel_pending(&owner, &context_id).await {
+                        tracing::warn!(task = %task_id, error = %e, "could not drop the clarification of a cancelled A2A task");
+                    }
+                }
+                break;
+            }
+            if !ev.content.is_empty() {
+                state.a2a_tasks.update(&task_id, |task| vec![working(task, &ev)]);
+            }
+        }
+    });
 }
 
 fn agent_message(task: &Task, parts: Vec<Part>) -> Message {
@@ -229,9 +245,24 @@ fn agent_message(task: &Task, parts: Vec<Part>) -> Message {
     m
 }
 
-/// Applies the turn's `done` event to the task: state, status message, answer artifact. Missing
+/// A stage event with text: the task is `WORKING`, the text is its status message.
+fn working(task: &mut Task, ev: &StageEvent) -> StreamResponse {
+    let message = agent_message(task, vec![Part::text(ev.content.clone())]);
+    task.status = TaskStatus { state: TaskState::Working, message: Some(message), timestamp: Some(chrono::Utc::now()) };
+    let mut metadata = HashMap::new();
+    metadata.insert("stage".to_string(), json!(ev.stage));
+    StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+        task_id: task.id.clone(),
+        context_id: task.context_id.clone(),
+        status: task.status.clone(),
+        metadata: Some(metadata),
+    })
+}
+
+/// Applies the turn's `done` event to the task: state, status message (also appended to the
+/// history), answer artifact; returns the events telling it. Missing
 /// semantic keys and questions of A2A sub-agents both leave the task `INPUT_REQUIRED`.
-fn finish(task: &mut Task, done: &StageEvent) {
+fn finish(task: &mut Task, done: &StageEvent) -> Vec<StreamResponse> {
     let mut asks = Map::new();
     if let Some(info) = done.payload.semantic_info.as_deref().filter(|i| !i.is_empty()) {
         asks.insert("semantic_info".into(), json!(info));
@@ -257,7 +288,26 @@ fn finish(task: &mut Task, done: &StageEvent) {
         task.artifacts = Some(vec![answer_artifact(artifact_parts)]);
     }
     let message = agent_message(task, parts);
+    task.history.get_or_insert_with(Vec::new).push(message.clone());
     task.status = TaskStatus { state, message: Some(message), timestamp: Some(chrono::Utc::now()) };
+    let mut events = Vec::new();
+    if let Some(artifact) = task.artifacts.as_ref().and_then(|a| a.first()) {
+        events.push(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+            task_id: task.id.clone(),
+            context_id: task.context_id.clone(),
+            artifact: artifact.clone(),
+            append: None,
+            last_chunk: Some(true),
+            metadata: None,
+        }));
+    }
+    events.push(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+        task_id: task.id.clone(),
+        context_id: task.context_id.clone(),
+        status: task.status.clone(),
+        metadata: None,
+    }));
+    events
 }
 
 fn answer_artifact(parts: Vec<Part>) -> Artifact {
@@ -276,57 +326,9 @@ fn frame(id: &JsonRpcId, result: &StreamResponse) -> Result<Event, Infallible> {
     Ok(Event::default().data(serde_json::to_string(&body).unwrap_or_default()))
 }
 
-/// The streaming answer: the task, `WORKING` updates per stage event, the answer artifact, the
-/// final status.
-fn stream(state: AppState, id: JsonRpcId, task: Task, turn: Turn, user: String) -> impl IntoResponse {
-    let first = frame(&id, &StreamResponse::Task(task.clone()));
-    let mut task = task;
-    let updates = UnboundedReceiverStream::new(turn).flat_map(move |ev| {
-        let mut out = Vec::new();
-        if ev.is_done() {
-            finish(&mut task, &ev);
-            state.a2a_tasks.put(&task, &user);
-            if let Some(artifact) = task.artifacts.as_ref().and_then(|a| a.first()) {
-                out.push(frame(
-                    &id,
-                    &StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
-                        task_id: task.id.clone(),
-                        context_id: task.context_id.clone(),
-                        artifact: artifact.clone(),
-                        append: None,
-                        last_chunk: Some(true),
-                        metadata: None,
-                    }),
-                ));
-            }
-            out.push(frame(
-                &id,
-                &StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-                    task_id: task.id.clone(),
-                    context_id: task.context_id.clone(),
-                    status: task.status.clone(),
-                    metadata: None,
-                }),
-            ));
-        } else if !ev.content.is_empty() {
-            let message = agent_message(&task, vec![Part::text(ev.content.clone())]);
-            let mut metadata = HashMap::new();
-            metadata.insert("stage".to_string(), json!(ev.stage));
-            out.push(frame(
-                &id,
-                &StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-                    task_id: task.id.clone(),
-                    context_id: task.context_id.clone(),
-                    status: TaskStatus {
-                        state: TaskState::Working,
-                        message: Some(message),
-                        timestamp: Some(chrono::Utc::now()),
-                    },
-                    metadata: Some(metadata),
-                }),
-            ));
-        }
-        futures::stream::iter(out)
-    });
-    Sse::new(futures::stream::iter([first]).chain(updates)).keep_alive(KeepAlive::default())
+/// A task's stream: the task as it is, then its updates until it is terminal or interrupted.
+fn stream(id: JsonRpcId, task: Task, updates: Updates) -> impl IntoResponse {
+    let first = frame(&id, &StreamResponse::Task(task));
+    let rest = UnboundedReceiverStream::new(updates).map(move |ev| frame(&id, &ev));
+    Sse::new(futures::stream::iter([first]).chain(rest)).keep_alive(KeepAlive::default())
 }
