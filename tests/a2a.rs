@@ -509,3 +509,17 @@ async fn a_clarification_opened_by_the_turn_of_a_cancelled_task_is_dropped() {
     assert!(session["pending"].is_null(), "no clarification left behind: {session}");
     assert_eq!(app.calls("flight_agent").len(), 1);
 }
+
+#[tokio::test]
+async fn a_message_to_a_task_still_working_is_refused() {
+    let app = app_with_slow_hotel(Duration::from_millis(1000)).await;
+    let mut params = user_message("帮我订北京的酒店，2026-12-01入住", None);
+    params["configuration"] = json!({ "returnImmediately": true });
+    let sent = a2a_rpc(&app, "u1", "SendMessage", params).await;
+    let id = sent["result"]["task"]["id"].clone();
+    let refused = a2a_rpc(&app, "u1", "SendMessage", user_message("住两晚", Some(&id))).await;
+    assert_eq!(refused["error"]["code"], -32004, "{refused}");
+    let done = wait_state(&app, "u1", &id, "TASK_STATE_COMPLETED").await;
+    assert_eq!(done["history"].as_array().unwrap().len(), 2, "the refused message is not in the history: {done}");
+    assert_eq!(app.calls("hotel_agent").len(), 1);
+}

@@ -176,6 +176,9 @@ fn start(state: &AppState, params: Value, user: &str) -> Result<(Started, Update
             if task.status.state.is_terminal() {
                 return Err((-32004, format!("task {id} is in a terminal state and accepts no more messages")));
             }
+            if !tasks::stopped(&task.status.state) {
+                return Err((-32004, format!("task {id} is still working; send when it asks for input")));
+            }
             if message.context_id.as_ref().is_some_and(|c| *c != task.context_id) {
                 return Err((-32602, format!("invalid params: contextId does not match the context of task {id}")));
             }
