@@ -523,3 +523,56 @@ async fn a_message_to_a_task_still_working_is_refused() {
     assert_eq!(done["history"].as_array().unwrap().len(), 2, "the refused message is not in the history: {done}");
     assert_eq!(app.calls("hotel_agent").len(), 1);
 }
+
+/// A streaming JSON-RPC call on `/a2a` (accepting `text/event-stream`): the frames, in order.
+async fn a2a_stream(app: &TestApp, user: &str, method: &str, params: Value) -> Vec<Value> {
+    use eventsource_stream::Eventsource;
+    use futures::StreamExt;
+    let body = json!({ "jsonrpc": "2.0", "id": 7, "method": method, "params": params });
+    let resp = app
+        .client
+        .post(format!("{}/a2a", app.base))
+        .header("A2A-Version", "1.0")
+        .header("x-user-id", user)
+        .header("accept", "text/event-stream")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
+    let mut frames = Vec::new();
+    let mut events = resp.bytes_stream().eventsource();
+    while let Some(ev) = tokio::time::timeout(Duration::from_secs(10), events.next()).await.expect("stream stalled") {
+        frames.push(serde_json::from_str(&ev.unwrap().data).unwrap());
+    }
+    frames
+}
+
+#[tokio::test]
+async fn subscribe_to_task_follows_a_running_task_to_its_end() {
+    let app = app_with_slow_hotel(Duration::from_millis(1000)).await;
+    let mut params = user_message("帮我订北京的酒店，2026-12-01入住", None);
+    params["configuration"] = json!({ "returnImmediately": true });
+    let sent = a2a_rpc(&app, "u1", "SendMessage", params).await;
+    let id = sent["result"]["task"]["id"].clone();
+    // Two subscribers get the same events; another user gets none.
+    let (a, b, other) = tokio::join!(
+        a2a_stream(&app, "u1", "SubscribeToTask", json!({ "id": id })),
+        a2a_stream(&app, "u1", "SubscribeToTask", json!({ "id": id })),
+        a2a_stream(&app, "mallory", "SubscribeToTask", json!({ "id": id })),
+    );
+    assert_eq!(a[0]["id"], 7);
+    assert_eq!(a[0]["result"]["task"]["id"], id, "the stream starts with the task: {a:#?}");
+    let last = a.last().unwrap();
+    assert_eq!(last["result"]["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED", "{a:#?}");
+    assert!(a.iter().any(|f| f["result"]["artifactUpdate"]["artifact"]["artifactId"] == "answer"));
+    assert_eq!(a[a.len() - 2..], b[b.len() - 2..], "both streams end with the same answer and status");
+    assert_eq!(other.len(), 1);
+    assert_eq!(other[0]["error"]["code"], -32001, "{other:#?}");
+
+    // Once terminal there is nothing to subscribe to.
+    let late = a2a_stream(&app, "u1", "SubscribeToTask", json!({ "id": id })).await;
+    assert_eq!(late[0]["error"]["code"], -32004, "{late:#?}");
+    let none = a2a_stream(&app, "u1", "SubscribeToTask", json!({ "id": "task_nope" })).await;
+    assert_eq!(none[0]["error"]["code"], -32001);
+}

@@ -1,8 +1,9 @@
 //! The supervisor as an A2A 1.0 agent (docs/http-api.md), so supervisors nest under other
 //! supervisors: its Agent Card at `/.well-known/agent-card.json` (skills = the enabled capability
-//! cards) and JSON-RPC at `/a2a` with `SendMessage`, `SendStreamingMessage`, `GetTask` and
-//! `CancelTask` (the A2A 0.3 names `message/send`, `message/stream`, `tasks/get`, `tasks/cancel`
-//! are accepted too). Types come from the official `a2a-lf` crate.
+//! cards) and JSON-RPC at `/a2a` with `SendMessage`, `SendStreamingMessage`, `GetTask`,
+//! `CancelTask` and `SubscribeToTask` (the A2A 0.3 names `message/send`, `message/stream`,
+//! `tasks/get`, `tasks/cancel`, `tasks/resubscribe` are accepted too). Types come from the
+//! official `a2a-lf` crate.
 //!
 //! One A2A task is one turn; the A2A context is the Switchboard thread. A task belongs to the
 //! user that created it (`x-user-id`): other users get `TaskNotFoundError`. Text parts are the
@@ -38,7 +39,7 @@ use crate::events::{Stage, StageEvent};
 use crate::supervisor::TurnRequest;
 use crate::text::Lang;
 pub use tasks::A2aTasks;
-use tasks::{CancelError, Updates};
+use tasks::{CancelError, SubscribeError, Updates};
 
 fn base_url(headers: &HeaderMap) -> String {
     let host = headers.get("host").and_then(|h| h.to_str().ok()).unwrap_or("127.0.0.1");
@@ -85,6 +86,21 @@ fn rpc_error(id: JsonRpcId, code: i32, message: impl Into<String>) -> Response {
     Json(JsonRpcResponse::error(id, JsonRpcError { code, message: message.into(), data: None })).into_response()
 }
 
+/// The error of a streaming method: one SSE frame when the client reads event streams (the
+/// binding's response to these methods), else a JSON body.
+fn stream_error(headers: &HeaderMap, id: JsonRpcId, code: i32, message: impl Into<String>) -> Response {
+    let sse = headers
+        .get_all(axum::http::header::ACCEPT)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|a| a.to_ascii_lowercase().contains("text/event-stream")));
+    if !sse {
+        return rpc_error(id, code, message);
+    }
+    let body = JsonRpcResponse::error(id, JsonRpcError { code, message: message.into(), data: None });
+    let event = Ok::<_, Infallible>(Event::default().data(serde_json::to_string(&body).unwrap_or_default()));
+    Sse::new(futures::stream::iter([event])).into_response()
+}
+
 fn success(id: JsonRpcId, result: Value) -> Response {
     Json(JsonRpcResponse::success(id, result)).into_response()
 }
@@ -113,8 +129,23 @@ pub async fn rpc(State(state): State<AppState>, headers: HeaderMap, body: axum::
         },
         "SendStreamingMessage" | "message/stream" => match start(&state, params, &user) {
             Ok((started, updates)) => stream(id, started.task, updates).into_response(),
-            Err((code, msg)) => rpc_error(id, code, msg),
+            Err((code, msg)) => stream_error(&headers, id, code, msg),
         },
+        "SubscribeToTask" | "tasks/resubscribe" => {
+            let Some(task_id) = params["id"].as_str().filter(|t| !t.is_empty()) else {
+                return stream_error(&headers, id, -32602, "invalid params: `id` (the task id) is required");
+            };
+            match state.a2a_tasks.subscribe(task_id, &user) {
+                Ok((task, updates)) => stream(id, task, updates).into_response(),
+                Err(SubscribeError::NotFound) => stream_error(&headers, id, -32001, "task not found"),
+                Err(SubscribeError::Terminal) => stream_error(
+                    &headers,
+                    id,
+                    -32004,
+                    format!("task {task_id} is in a terminal state: there is nothing to subscribe to"),
+                ),
+            }
+        }
         "GetTask" | "tasks/get" => {
             let task_id = params["id"].as_str().unwrap_or_default();
             match state.a2a_tasks.get(task_id, &user) {

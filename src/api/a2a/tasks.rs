@@ -50,6 +50,15 @@ pub enum CancelError {
     NotCancelable,
 }
 
+/// Why a task cannot be subscribed to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SubscribeError {
+    /// No such task for this user.
+    NotFound,
+    /// Terminal: nothing more will happen to it.
+    Terminal,
+}
+
 /// A2A tasks served by this supervisor.
 #[derive(Default)]
 pub struct A2aTasks {
@@ -101,6 +110,22 @@ impl A2aTasks {
         entry.broadcast(vec![status]);
         entry.subscribers.push(tx);
         rx
+    }
+
+    /// The task as it is now and its updates from now on (until it is terminal or interrupted;
+    /// a task waiting for input is followed through its next turn).
+    ///
+    /// # Errors
+    /// [`SubscribeError`].
+    pub fn subscribe(&self, id: &str, user: &str) -> Result<(Task, Updates), SubscribeError> {
+        let mut tasks = self.lock();
+        let entry = tasks.get_mut(id).filter(|e| e.owner == user).ok_or(SubscribeError::NotFound)?;
+        if entry.task.status.state.is_terminal() {
+            return Err(SubscribeError::Terminal);
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        entry.subscribers.push(tx);
+        Ok((entry.task.clone(), rx))
     }
 
     /// Applies `f` to the task unless it stopped meanwhile (cancelled, or evicted) and sends the
