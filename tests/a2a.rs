@@ -576,3 +576,65 @@ async fn subscribe_to_task_follows_a_running_task_to_its_end() {
     let none = a2a_stream(&app, "u1", "SubscribeToTask", json!({ "id": "task_nope" })).await;
     assert_eq!(none[0]["error"]["code"], -32001);
 }
+
+#[tokio::test]
+async fn list_tasks_pages_and_filters_the_users_own_tasks() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let hotel = a2a_rpc(&app, "u1", "SendMessage", user_message("帮我订个酒店", None)).await["result"]["task"].clone();
+    let ctx = hotel["contextId"].clone();
+    let mut weather = user_message("上海天气怎么样", None);
+    weather["message"]["contextId"] = ctx.clone();
+    let weather = a2a_rpc(&app, "u1", "SendMessage", weather).await["result"]["task"].clone();
+    let flight =
+        a2a_rpc(&app, "u1", "SendMessage", user_message("帮我查一下航班CA1234", None)).await["result"]["task"].clone();
+    a2a_rpc(&app, "u2", "SendMessage", user_message("帮我查一下航班CA1234", None)).await;
+    let list = |params: Value| a2a_rpc(&app, "u1", "ListTasks", params);
+    let ids = |r: &Value| -> Vec<Value> {
+        r["result"]["tasks"].as_array().unwrap().iter().map(|t| t["id"].clone()).collect()
+    };
+
+    let all = list(json!({})).await;
+    assert_eq!(all["result"]["totalSize"], 3, "{all}");
+    assert_eq!(all["result"]["pageSize"], 50);
+    assert_eq!(all["result"]["nextPageToken"], "");
+    assert_eq!(ids(&all), [flight["id"].clone(), weather["id"].clone(), hotel["id"].clone()], "newest first");
+    assert!(all["result"]["tasks"].as_array().unwrap().iter().all(|t| t.get("artifacts").is_none()));
+
+    // Pages of 2: no task twice, none missed.
+    let first = list(json!({ "pageSize": 2 })).await;
+    assert_eq!(ids(&first).len(), 2);
+    let token = first["result"]["nextPageToken"].as_str().unwrap().to_string();
+    assert!(!token.is_empty());
+    let second = list(json!({ "pageSize": 2, "pageToken": token })).await;
+    assert_eq!(second["result"]["nextPageToken"], "", "{second}");
+    assert_eq!([ids(&first), ids(&second)].concat(), ids(&all));
+
+    // Filters.
+    let in_ctx = list(json!({ "contextId": ctx })).await;
+    assert_eq!(ids(&in_ctx), [weather["id"].clone(), hotel["id"].clone()]);
+    let waiting = list(json!({ "status": "TASK_STATE_INPUT_REQUIRED" })).await;
+    assert_eq!(ids(&waiting), [hotel["id"].clone()]);
+    let later = list(json!({ "statusTimestampAfter": "2999-01-01T00:00:00Z" })).await;
+    assert_eq!(later["result"]["totalSize"], 0);
+    let since = list(json!({ "statusTimestampAfter": weather["status"]["timestamp"] })).await;
+    assert_eq!(ids(&since), [flight["id"].clone(), weather["id"].clone()]);
+    let full = list(json!({ "includeArtifacts": true, "historyLength": 1, "contextId": flight["contextId"] })).await;
+    let task = &full["result"]["tasks"][0];
+    assert_eq!(task["artifacts"][0]["artifactId"], "answer", "{full}");
+    assert_eq!(task["history"].as_array().unwrap().len(), 1, "{full}");
+    assert!(list(json!({ "historyLength": 0 })).await["result"]["tasks"][0].get("history").is_none());
+
+    for bad in [
+        json!({ "pageSize": 0 }),
+        json!({ "pageSize": 101 }),
+        json!({ "pageSize": -1 }),
+        json!({ "historyLength": -1 }),
+        json!({ "pageToken": "invalid-token-xyz" }),
+        json!({ "status": "INVALID_STATUS" }),
+        json!({ "statusTimestampAfter": "yesterday" }),
+    ] {
+        assert_eq!(list(bad.clone()).await["error"]["code"], -32602, "{bad}");
+    }
+    let theirs = a2a_rpc(&app, "u2", "ListTasks", json!({})).await;
+    assert_eq!(theirs["result"]["totalSize"], 1, "{theirs}");
+}

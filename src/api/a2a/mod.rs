@@ -1,7 +1,7 @@
 //! The supervisor as an A2A 1.0 agent (docs/http-api.md), so supervisors nest under other
 //! supervisors: its Agent Card at `/.well-known/agent-card.json` (skills = the enabled capability
 //! cards) and JSON-RPC at `/a2a` with `SendMessage`, `SendStreamingMessage`, `GetTask`,
-//! `CancelTask` and `SubscribeToTask` (the A2A 0.3 names `message/send`, `message/stream`,
+//! `ListTasks`, `CancelTask` and `SubscribeToTask` (the A2A 0.3 names `message/send`, `message/stream`,
 //! `tasks/get`, `tasks/cancel`, `tasks/resubscribe` are accepted too). Types come from the
 //! official `a2a-lf` crate.
 //!
@@ -22,8 +22,8 @@ use std::convert::Infallible;
 
 use ::a2a::{
     AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, JsonRpcError, JsonRpcId, JsonRpcRequest,
-    JsonRpcResponse, Message, Part, PartContent, Role, SendMessageRequest, StreamResponse, Task,
-    TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
+    JsonRpcResponse, ListTasksRequest, ListTasksResponse, Message, Part, PartContent, Role, SendMessageRequest,
+    StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -39,7 +39,7 @@ use crate::events::{Stage, StageEvent};
 use crate::supervisor::TurnRequest;
 use crate::text::Lang;
 pub use tasks::A2aTasks;
-use tasks::{CancelError, SubscribeError, Updates};
+use tasks::{CancelError, Cursor, ListQuery, SubscribeError, Updates};
 
 fn base_url(headers: &HeaderMap) -> String {
     let host = headers.get("host").and_then(|h| h.to_str().ok()).unwrap_or("127.0.0.1");
@@ -153,6 +153,10 @@ pub async fn rpc(State(state): State<AppState>, headers: HeaderMap, body: axum::
                 None => rpc_error(id, -32001, "task not found"),
             }
         }
+        "ListTasks" => match list(&state, params, &user) {
+            Ok(result) => success(id, result),
+            Err(msg) => rpc_error(id, -32602, msg),
+        },
         "CancelTask" | "tasks/cancel" => {
             let task_id = params["id"].as_str().unwrap_or_default();
             // A clarification the task waits on is dropped first: if that fails, nothing changed.
@@ -172,6 +176,75 @@ pub async fn rpc(State(state): State<AppState>, headers: HeaderMap, body: axum::
         }
         other => rpc_error(id, -32601, format!("method not found: {other}")),
     }
+}
+
+/// `ListTasks`: the user's tasks, filtered, most recently updated first, a page at a time
+/// (`pageSize` 1..=100, default 50); artifacts only with `includeArtifacts`.
+fn list(state: &AppState, params: Value, user: &str) -> Result<Value, String> {
+    let params = if params.is_null() { json!({}) } else { params };
+    let req: ListTasksRequest = serde_json::from_value(params).map_err(|e| format!("invalid params: {e}"))?;
+    let page_size = match req.page_size {
+        None => 50,
+        Some(n @ 1..=100) => n as usize,
+        Some(n) => return Err(format!("invalid params: pageSize must be between 1 and 100, not {n}")),
+    };
+    check_history_length(req.history_length)?;
+    let cursor = match req.page_token.as_deref().filter(|t| !t.is_empty()) {
+        None => None,
+        Some(t) => {
+            Some(Cursor::parse(t).ok_or_else(|| format!("invalid params: pageToken {t:?} is not a page token"))?)
+        }
+    };
+    let query = ListQuery {
+        context_id: req.context_id.filter(|c| !c.is_empty()),
+        status: req.status.filter(|s| *s != TaskState::Unspecified),
+        after: req.status_timestamp_after,
+        cursor,
+        page_size,
+    };
+    let page = state.a2a_tasks.list(user, &query);
+    let include_artifacts = req.include_artifacts.unwrap_or(false);
+    let tasks = page
+        .tasks
+        .into_iter()
+        .map(|mut t| {
+            if !include_artifacts {
+                t.artifacts = None;
+            }
+            with_history(t, req.history_length)
+        })
+        .collect();
+    let response = ListTasksResponse {
+        tasks,
+        next_page_token: page.next.map(|c| c.token()).unwrap_or_default(),
+        page_size: page_size as i32,
+        total_size: i32::try_from(page.total).unwrap_or(i32::MAX),
+    };
+    Ok(json!(response))
+}
+
+/// A negative `historyLength` is invalid.
+fn check_history_length(n: Option<i32>) -> Result<(), String> {
+    match n {
+        Some(n) if n < 0 => Err(format!("invalid params: historyLength must not be negative, not {n}")),
+        _ => Ok(()),
+    }
+}
+
+/// The task with at most `n` of its most recent history messages (`0`: no `history` field;
+/// unset: all of it).
+fn with_history(mut task: Task, n: Option<i32>) -> Task {
+    match n.and_then(|n| usize::try_from(n).ok()) {
+        Some(0) => task.history = None,
+        Some(n) => {
+            if let Some(h) = task.history.as_mut() {
+                let drop = h.len().saturating_sub(n);
+                h.drain(..drop);
+            }
+        }
+        None => {}
+    }
+    task
 }
 
 /// A task just started, and how the client wants the answer.

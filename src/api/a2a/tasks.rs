@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use ::a2a::{StreamResponse, Task, TaskState};
+use chrono::{DateTime, Utc};
 use tokio::sync::mpsc;
 
 /// Tasks kept, at most.
@@ -59,6 +60,57 @@ pub enum SubscribeError {
     Terminal,
 }
 
+/// Which tasks `ListTasks` returns: filters, and where the page starts.
+#[derive(Debug, Default)]
+pub struct ListQuery {
+    /// Only this context.
+    pub context_id: Option<String>,
+    /// Only this state.
+    pub status: Option<TaskState>,
+    /// Only tasks whose status changed at or after this time.
+    pub after: Option<DateTime<Utc>>,
+    /// Start after this task (a page token).
+    pub cursor: Option<Cursor>,
+    /// At most this many.
+    pub page_size: usize,
+}
+
+/// A position in the listing order (status time, newest first; then task id, descending).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Cursor {
+    nanos: i64,
+    id: String,
+}
+
+impl Cursor {
+    fn of(task: &Task) -> Self {
+        let nanos = task.status.timestamp.and_then(|t| t.timestamp_nanos_opt()).unwrap_or(0);
+        Self { nanos, id: task.id.clone() }
+    }
+
+    /// The page token naming this position.
+    pub fn token(&self) -> String {
+        format!("{}_{}", self.nanos, self.id)
+    }
+
+    /// The position a page token names, if it is one.
+    pub fn parse(token: &str) -> Option<Self> {
+        let (nanos, id) = token.split_once('_')?;
+        Some(Self { nanos: nanos.parse().ok()?, id: id.to_string() }).filter(|c| !c.id.is_empty())
+    }
+}
+
+/// A page of tasks.
+#[derive(Debug)]
+pub struct Page {
+    /// The tasks, most recently updated first.
+    pub tasks: Vec<Task>,
+    /// How many tasks match, over all pages.
+    pub total: usize,
+    /// Where the next page starts, when there is one.
+    pub next: Option<Cursor>,
+}
+
 /// A2A tasks served by this supervisor.
 #[derive(Default)]
 pub struct A2aTasks {
@@ -79,6 +131,26 @@ impl A2aTasks {
     /// The task `id` if `user` created it: another user's task does not exist for them.
     pub fn get(&self, id: &str, user: &str) -> Option<Task> {
         self.lock().get(id).filter(|e| e.owner == user).map(|e| e.task.clone())
+    }
+
+    /// `user`'s tasks matching `query`, most recently updated first, one page.
+    pub fn list(&self, user: &str, query: &ListQuery) -> Page {
+        let tasks = self.lock();
+        let mut matching: Vec<(Cursor, &Task)> = tasks
+            .values()
+            .filter(|e| e.owner == user)
+            .map(|e| &e.task)
+            .filter(|t| query.context_id.as_ref().is_none_or(|c| *c == t.context_id))
+            .filter(|t| query.status.as_ref().is_none_or(|s| *s == t.status.state))
+            .filter(|t| query.after.is_none_or(|after| t.status.timestamp.is_some_and(|ts| ts >= after)))
+            .map(|t| (Cursor::of(t), t))
+            .collect();
+        let total = matching.len();
+        matching.sort_by(|a, b| b.0.cmp(&a.0));
+        let start = query.cursor.as_ref().map_or(0, |c| matching.partition_point(|(k, _)| k >= c));
+        let page: Vec<&(Cursor, &Task)> = matching[start..].iter().take(query.page_size).collect();
+        let next = page.last().filter(|_| start + page.len() < total).map(|(k, _)| k.clone());
+        Page { tasks: page.into_iter().map(|(_, t)| (*t).clone()).collect(), total, next }
     }
 
     /// Stores a new task, or a continued one (same id) starting a new turn, and subscribes to its
