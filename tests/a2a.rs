@@ -638,3 +638,28 @@ async fn list_tasks_pages_and_filters_the_users_own_tasks() {
     let theirs = a2a_rpc(&app, "u2", "ListTasks", json!({})).await;
     assert_eq!(theirs["result"]["totalSize"], 1, "{theirs}");
 }
+
+#[tokio::test]
+async fn undeclared_capabilities_are_refused_with_their_errors() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let card = app.get("/.well-known/agent-card.json").await;
+    assert_eq!(card["capabilities"]["pushNotifications"], false, "{card}");
+    assert_eq!(card["capabilities"]["extendedAgentCard"], false, "{card}");
+    let task = a2a_rpc(&app, "u1", "SendMessage", user_message("帮我订个酒店", None)).await["result"]["task"].clone();
+    let config = json!({ "taskId": task["id"], "url": "https://example.com/hook" });
+    for (method, params) in [
+        ("CreateTaskPushNotificationConfig", config.clone()),
+        ("GetTaskPushNotificationConfig", json!({ "taskId": task["id"], "id": "c1" })),
+        ("ListTaskPushNotificationConfigs", json!({ "taskId": task["id"] })),
+        ("DeleteTaskPushNotificationConfig", json!({ "taskId": task["id"], "id": "c1" })),
+    ] {
+        let r = a2a_rpc(&app, "u1", method, params).await;
+        assert_eq!(r["error"]["code"], -32003, "{method}: {r}");
+    }
+    let mut with_push = user_message("上海天气怎么样", None);
+    with_push["configuration"] = json!({ "taskPushNotificationConfig": { "url": "https://example.com/hook" } });
+    assert_eq!(a2a_rpc(&app, "u1", "SendMessage", with_push).await["error"]["code"], -32003);
+    assert!(app.calls("weather_agent").is_empty());
+    let extended = a2a_rpc(&app, "u1", "GetExtendedAgentCard", json!({})).await;
+    assert_eq!(extended["error"]["code"], -32004, "{extended}");
+}

@@ -69,7 +69,12 @@ pub async fn agent_card(State(state): State<AppState>, headers: HeaderMap) -> Js
         description: reg.texts().get(Lang::En, "a2a-card-description", &[]),
         version: env!("CARGO_PKG_VERSION").into(),
         supported_interfaces: vec![AgentInterface::new(format!("{}/a2a", base_url(&headers)), "JSONRPC")],
-        capabilities: AgentCapabilities { streaming: Some(true), ..Default::default() },
+        capabilities: AgentCapabilities {
+            streaming: Some(true),
+            push_notifications: Some(false),
+            extended_agent_card: Some(false),
+            ..Default::default()
+        },
         default_input_modes: modes.clone(),
         default_output_modes: modes,
         skills,
@@ -81,6 +86,8 @@ pub async fn agent_card(State(state): State<AppState>, headers: HeaderMap) -> Js
         signatures: None,
     })
 }
+
+const PUSH_NOT_SUPPORTED: &str = "push notifications are not supported (capabilities.pushNotifications is false)";
 
 fn rpc_error(id: JsonRpcId, code: i32, message: impl Into<String>) -> Response {
     Json(JsonRpcResponse::error(id, JsonRpcError { code, message: message.into(), data: None })).into_response()
@@ -174,6 +181,18 @@ pub async fn rpc(State(state): State<AppState>, headers: HeaderMap, body: axum::
                 Err(CancelError::NotCancelable) => rpc_error(id, -32002, "task cannot be canceled"),
             }
         }
+        "CreateTaskPushNotificationConfig"
+        | "GetTaskPushNotificationConfig"
+        | "ListTaskPushNotificationConfigs"
+        | "DeleteTaskPushNotificationConfig"
+        | "tasks/pushNotificationConfig/set"
+        | "tasks/pushNotificationConfig/get"
+        | "tasks/pushNotificationConfig/list"
+        | "tasks/pushNotificationConfig/delete" => rpc_error(id, -32003, PUSH_NOT_SUPPORTED),
+        // The card does not declare `capabilities.extendedAgentCard`.
+        "GetExtendedAgentCard" | "agent/getAuthenticatedExtendedCard" => {
+            rpc_error(id, -32004, "this agent has no extended agent card (capabilities.extendedAgentCard is not set)")
+        }
         other => rpc_error(id, -32601, format!("method not found: {other}")),
     }
 }
@@ -260,6 +279,9 @@ fn start(state: &AppState, params: Value, user: &str) -> Result<(Started, Update
     let admission = state.limits.admit(user).map_err(|e| (-32603, e.to_string()))?;
     let req: SendMessageRequest =
         serde_json::from_value(params).map_err(|e| (-32602, format!("invalid params: {e}")))?;
+    if req.configuration.as_ref().is_some_and(|c| c.task_push_notification_config.is_some()) {
+        return Err((-32003, PUSH_NOT_SUPPORTED.into()));
+    }
     let return_immediately = req.configuration.as_ref().and_then(|c| c.return_immediately).unwrap_or(false);
     let message = req.message;
     let mut text = Vec::new();
