@@ -663,3 +663,35 @@ async fn undeclared_capabilities_are_refused_with_their_errors() {
     let extended = a2a_rpc(&app, "u1", "GetExtendedAgentCard", json!({})).await;
     assert_eq!(extended["error"]["code"], -32004, "{extended}");
 }
+
+#[tokio::test]
+async fn history_length_limits_the_history_returned() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let mut first = user_message("帮我订个酒店", None);
+    first["configuration"] = json!({ "historyLength": 0 });
+    let sent = a2a_rpc(&app, "u1", "SendMessage", first).await;
+    let task = &sent["result"]["task"];
+    assert!(task.get("history").is_none(), "historyLength 0: no history: {sent}");
+    let mut second = user_message("北京，2026-12-01 入住", Some(&task["id"]));
+    second["configuration"] = json!({ "historyLength": 1 });
+    let done = a2a_rpc(&app, "u1", "SendMessage", second).await;
+    let history = done["result"]["task"]["history"].as_array().unwrap().clone();
+    assert_eq!(history.len(), 1, "{done}");
+    assert_eq!(history[0]["role"], "ROLE_AGENT", "the most recent message: the answer");
+
+    let get = |n: Value| a2a_rpc(&app, "u1", "GetTask", json!({ "id": task["id"], "historyLength": n }));
+    let all = a2a_rpc(&app, "u1", "GetTask", json!({ "id": task["id"] })).await;
+    let roles: Vec<&str> =
+        all["result"]["history"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["ROLE_USER", "ROLE_AGENT", "ROLE_USER", "ROLE_AGENT"], "{all}");
+    assert!(all["result"]["history"].as_array().unwrap().iter().all(|m| m["taskId"] == task["id"]));
+    let two = get(json!(2)).await;
+    assert_eq!(two["result"]["history"].as_array().unwrap()[..], all["result"]["history"].as_array().unwrap()[2..]);
+    assert!(get(json!(0)).await["result"].get("history").is_none());
+    assert_eq!(get(json!(1000)).await["result"]["history"], all["result"]["history"]);
+    assert_eq!(get(json!(-1)).await["error"]["code"], -32602);
+    let mut negative = user_message("上海天气怎么样", None);
+    negative["configuration"] = json!({ "historyLength": -1 });
+    assert_eq!(a2a_rpc(&app, "u1", "SendMessage", negative).await["error"]["code"], -32602);
+    assert_eq!(a2a_rpc(&app, "u1", "GetTask", json!({})).await["error"]["code"], -32602);
+}

@@ -21,9 +21,10 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 
 use ::a2a::{
-    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, JsonRpcError, JsonRpcId, JsonRpcRequest,
-    JsonRpcResponse, ListTasksRequest, ListTasksResponse, Message, Part, PartContent, Role, SendMessageRequest,
-    StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
+    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, CancelTaskRequest, GetTaskRequest,
+    JsonRpcError, JsonRpcId, JsonRpcRequest, JsonRpcResponse, ListTasksRequest, ListTasksResponse, Message, Part,
+    PartContent, Role, SendMessageRequest, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
+    TaskStatusUpdateEvent,
 };
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -129,13 +130,15 @@ pub async fn rpc(State(state): State<AppState>, headers: HeaderMap, body: axum::
                 let mut updates = updates;
                 while updates.recv().await.is_some() {}
                 let task = state.a2a_tasks.get(&started.task.id, &user).unwrap_or(started.task);
-                success(id, json!({ "task": task }))
+                success(id, json!({ "task": with_history(task, started.history_length) }))
             }
-            Ok((started, _)) => success(id, json!({ "task": started.task })),
+            Ok((started, _)) => success(id, json!({ "task": with_history(started.task, started.history_length) })),
             Err((code, msg)) => rpc_error(id, code, msg),
         },
         "SendStreamingMessage" | "message/stream" => match start(&state, params, &user) {
-            Ok((started, updates)) => stream(id, started.task, updates).into_response(),
+            Ok((started, updates)) => {
+                stream(id, with_history(started.task, started.history_length), updates).into_response()
+            }
             Err((code, msg)) => stream_error(&headers, id, code, msg),
         },
         "SubscribeToTask" | "tasks/resubscribe" => {
@@ -154,9 +157,15 @@ pub async fn rpc(State(state): State<AppState>, headers: HeaderMap, body: axum::
             }
         }
         "GetTask" | "tasks/get" => {
-            let task_id = params["id"].as_str().unwrap_or_default();
-            match state.a2a_tasks.get(task_id, &user) {
-                Some(task) => success(id, json!(task)),
+            let req: GetTaskRequest = match serde_json::from_value(params) {
+                Ok(r) => r,
+                Err(e) => return rpc_error(id, -32602, format!("invalid params: {e}")),
+            };
+            if let Err(msg) = check_history_length(req.history_length) {
+                return rpc_error(id, -32602, msg);
+            }
+            match state.a2a_tasks.get(&req.id, &user) {
+                Some(task) => success(id, json!(with_history(task, req.history_length))),
                 None => rpc_error(id, -32001, "task not found"),
             }
         }
@@ -165,7 +174,11 @@ pub async fn rpc(State(state): State<AppState>, headers: HeaderMap, body: axum::
             Err(msg) => rpc_error(id, -32602, msg),
         },
         "CancelTask" | "tasks/cancel" => {
-            let task_id = params["id"].as_str().unwrap_or_default();
+            let req: CancelTaskRequest = match serde_json::from_value(params) {
+                Ok(r) => r,
+                Err(e) => return rpc_error(id, -32602, format!("invalid params: {e}")),
+            };
+            let task_id = req.id.as_str();
             // A clarification the task waits on is dropped first: if that fails, nothing changed.
             if let Some(task) = state.a2a_tasks.get(task_id, &user) {
                 if task.status.state == TaskState::InputRequired {
@@ -270,6 +283,8 @@ fn with_history(mut task: Task, n: Option<i32>) -> Task {
 struct Started {
     task: Task,
     return_immediately: bool,
+    /// The `historyLength` of the tasks returned.
+    history_length: Option<i32>,
 }
 
 /// Validates the message, stores the task in `SUBMITTED` (new, or the continued one), starts the
@@ -283,6 +298,8 @@ fn start(state: &AppState, params: Value, user: &str) -> Result<(Started, Update
         return Err((-32003, PUSH_NOT_SUPPORTED.into()));
     }
     let return_immediately = req.configuration.as_ref().and_then(|c| c.return_immediately).unwrap_or(false);
+    let history_length = req.configuration.as_ref().and_then(|c| c.history_length);
+    check_history_length(history_length).map_err(|e| (-32602, e))?;
     let message = req.message;
     let mut text = Vec::new();
     let mut slots = Map::new();
@@ -327,6 +344,9 @@ fn start(state: &AppState, params: Value, user: &str) -> Result<(Started, Update
     let turn = state.supervisor.start_turn(turn_req);
     drop(admission);
     let mut history = continues.and_then(|t| t.history).unwrap_or_default();
+    let mut message = message;
+    message.task_id = Some(task_id.clone());
+    message.context_id = Some(context_id.clone());
     history.push(message);
     let task = Task {
         id: task_id,
@@ -338,7 +358,7 @@ fn start(state: &AppState, params: Value, user: &str) -> Result<(Started, Update
     };
     let updates = state.a2a_tasks.start(task.clone(), user);
     drive(state.clone(), task.id.clone(), user.to_string(), task.context_id.clone(), turn.events);
-    Ok((Started { task, return_immediately }, updates))
+    Ok((Started { task, return_immediately, history_length }, updates))
 }
 
 type Turn = tokio::sync::mpsc::UnboundedReceiver<StageEvent>;
