@@ -695,3 +695,32 @@ async fn history_length_limits_the_history_returned() {
     assert_eq!(a2a_rpc(&app, "u1", "SendMessage", negative).await["error"]["code"], -32602);
     assert_eq!(a2a_rpc(&app, "u1", "GetTask", json!({})).await["error"]["code"], -32602);
 }
+
+#[tokio::test]
+async fn only_a2a_1_0_is_served() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let call = |version: Option<&'static str>, path: &'static str, method: &'static str| {
+        let mut req = app.client.post(format!("{}{path}", app.base));
+        if let Some(v) = version {
+            req = req.header("A2A-Version", v);
+        }
+        let body = json!({ "jsonrpc": "2.0", "id": 3, "method": method, "params": { "id": "task_nope" } });
+        async move { req.json(&body).send().await.unwrap().json::<Value>().await.unwrap() }
+    };
+    for v in [Some("1.0"), Some("1"), Some("1.0.2"), None] {
+        let r = call(v, "/a2a", "GetTask").await;
+        assert_eq!(r["error"]["code"], -32001, "{v:?} is served as 1.0: {r}");
+    }
+    for v in ["2.0", "0.3", "1.1", "abc"] {
+        let r = call(Some(v), "/a2a", "GetTask").await;
+        assert_eq!(r["error"]["code"], -32009, "{v}: {r}");
+        assert_eq!(r["error"]["data"]["supportedVersions"], json!(["1.0"]));
+        assert_eq!(r["id"], 3);
+    }
+    assert_eq!(call(None, "/a2a?A2A-Version=2.0", "GetTask").await["error"]["code"], -32009, "the request parameter");
+    // No version means 0.3: its methods are refused clearly, not served with 1.0 bodies.
+    let old = call(None, "/a2a", "tasks/get").await;
+    assert_eq!(old["error"]["code"], -32009, "{old}");
+    assert!(old["error"]["message"].as_str().unwrap().contains("A2A-Version: 1.0"), "{old}");
+    assert_eq!(call(Some("1.0"), "/a2a", "message/send").await["error"]["code"], -32601, "not a 1.0 method");
+}

@@ -1,9 +1,9 @@
 //! The supervisor as an A2A 1.0 agent (docs/http-api.md), so supervisors nest under other
 //! supervisors: its Agent Card at `/.well-known/agent-card.json` (skills = the enabled capability
 //! cards) and JSON-RPC at `/a2a` with `SendMessage`, `SendStreamingMessage`, `GetTask`,
-//! `ListTasks`, `CancelTask` and `SubscribeToTask` (the A2A 0.3 names `message/send`, `message/stream`,
-//! `tasks/get`, `tasks/cancel`, `tasks/resubscribe` are accepted too). Types come from the
-//! official `a2a-lf` crate.
+//! `ListTasks`, `CancelTask` and `SubscribeToTask`. Only A2A 1.0 is served: a request for another
+//! version (`A2A-Version`; none means 0.3) gets `VersionNotSupportedError` (`check_version`).
+//! Types come from the official `a2a-lf` crate.
 //!
 //! One A2A task is one turn; the A2A context is the Switchboard thread. A task belongs to the
 //! user that created it (`x-user-id`): other users get `TaskNotFoundError`. Text parts are the
@@ -26,7 +26,7 @@ use ::a2a::{
     PartContent, Role, SendMessageRequest, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
     TaskStatusUpdateEvent,
 };
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -113,18 +113,77 @@ fn success(id: JsonRpcId, result: Value) -> Response {
     Json(JsonRpcResponse::success(id, result)).into_response()
 }
 
+/// The A2A 0.3 JSON-RPC method names.
+const V03_METHODS: [&str; 10] = [
+    "message/send",
+    "message/stream",
+    "tasks/get",
+    "tasks/cancel",
+    "tasks/resubscribe",
+    "tasks/pushNotificationConfig/set",
+    "tasks/pushNotificationConfig/get",
+    "tasks/pushNotificationConfig/list",
+    "tasks/pushNotificationConfig/delete",
+    "agent/getAuthenticatedExtendedCard",
+];
+
+/// The protocol version of a request (spec §3.6): header `A2A-Version`, else the request
+/// parameter of that name; `Major.Minor`, a patch number is ignored; absent or empty means 0.3.
+/// Only 1.0 is served. A 0.3 request is refused with `VersionNotSupportedError` — except that a
+/// request without a version whose method exists only in 1.0 (`SendMessage`, …) is served as 1.0
+/// (**extension**: no 0.3 client sends those names).
+fn check_version(headers: &HeaderMap, query: Option<&str>, method: &str) -> Result<(), String> {
+    let from_query = query.into_iter().flat_map(|q| q.split('&')).find_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        k.eq_ignore_ascii_case("A2A-Version").then(|| v.to_string())
+    });
+    let given = headers
+        .get(::a2a::SVC_PARAM_VERSION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .or(from_query)
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty());
+    let major_minor = |v: &str| {
+        let mut parts = v.split('.');
+        let major = parts.next().unwrap_or_default();
+        let minor = parts.next().unwrap_or("0");
+        (major.to_string(), minor.to_string())
+    };
+    match given.as_deref().map(major_minor) {
+        Some((major, minor)) if major == "1" && minor == "0" => Ok(()),
+        None if !V03_METHODS.contains(&method) => Ok(()),
+        Some((major, minor)) if !(major == "0" && minor == "3") => {
+            Err(format!("A2A version {major}.{minor} is not supported; this agent speaks A2A 1.0"))
+        }
+        _ => Err("A2A 0.3 is not supported (no A2A-Version header means 0.3): send `A2A-Version: 1.0` \
+                  and use the 1.0 methods (SendMessage, GetTask, ...)"
+            .into()),
+    }
+}
+
 /// `POST /a2a`: JSON-RPC 2.0.
-pub async fn rpc(State(state): State<AppState>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+pub async fn rpc(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
+    body: axum::body::Bytes,
+) -> Response {
     let req: JsonRpcRequest = match serde_json::from_slice(&body) {
         Ok(r) => r,
         Err(e) => return rpc_error(JsonRpcId::Null, -32700, format!("parse error: {e}")),
     };
     let id = req.id.clone();
+    if let Err(e) = check_version(&headers, query.as_deref(), &req.method) {
+        let data = json!({ "supportedVersions": [::a2a::VERSION] });
+        return Json(JsonRpcResponse::error(id, JsonRpcError { code: -32009, message: e, data: Some(data) }))
+            .into_response();
+    }
     let params = req.params.unwrap_or(Value::Null);
     let user =
         headers.get("x-user-id").and_then(|v| v.to_str().ok()).filter(|u| !u.is_empty()).unwrap_or("a2a").to_string();
     match req.method.as_str() {
-        "SendMessage" | "message/send" => match start(&state, params, &user) {
+        "SendMessage" => match start(&state, params, &user) {
             Ok((started, updates)) if !started.return_immediately => {
                 // Wait for the end: the updates stop when the task is terminal or interrupted.
                 let mut updates = updates;
@@ -135,13 +194,13 @@ pub async fn rpc(State(state): State<AppState>, headers: HeaderMap, body: axum::
             Ok((started, _)) => success(id, json!({ "task": with_history(started.task, started.history_length) })),
             Err((code, msg)) => rpc_error(id, code, msg),
         },
-        "SendStreamingMessage" | "message/stream" => match start(&state, params, &user) {
+        "SendStreamingMessage" => match start(&state, params, &user) {
             Ok((started, updates)) => {
                 stream(id, with_history(started.task, started.history_length), updates).into_response()
             }
             Err((code, msg)) => stream_error(&headers, id, code, msg),
         },
-        "SubscribeToTask" | "tasks/resubscribe" => {
+        "SubscribeToTask" => {
             let Some(task_id) = params["id"].as_str().filter(|t| !t.is_empty()) else {
                 return stream_error(&headers, id, -32602, "invalid params: `id` (the task id) is required");
             };
@@ -156,7 +215,7 @@ pub async fn rpc(State(state): State<AppState>, headers: HeaderMap, body: axum::
                 ),
             }
         }
-        "GetTask" | "tasks/get" => {
+        "GetTask" => {
             let req: GetTaskRequest = match serde_json::from_value(params) {
                 Ok(r) => r,
                 Err(e) => return rpc_error(id, -32602, format!("invalid params: {e}")),
@@ -173,7 +232,7 @@ pub async fn rpc(State(state): State<AppState>, headers: HeaderMap, body: axum::
             Ok(result) => success(id, result),
             Err(msg) => rpc_error(id, -32602, msg),
         },
-        "CancelTask" | "tasks/cancel" => {
+        "CancelTask" => {
             let req: CancelTaskRequest = match serde_json::from_value(params) {
                 Ok(r) => r,
                 Err(e) => return rpc_error(id, -32602, format!("invalid params: {e}")),
@@ -197,13 +256,9 @@ pub async fn rpc(State(state): State<AppState>, headers: HeaderMap, body: axum::
         "CreateTaskPushNotificationConfig"
         | "GetTaskPushNotificationConfig"
         | "ListTaskPushNotificationConfigs"
-        | "DeleteTaskPushNotificationConfig"
-        | "tasks/pushNotificationConfig/set"
-        | "tasks/pushNotificationConfig/get"
-        | "tasks/pushNotificationConfig/list"
-        | "tasks/pushNotificationConfig/delete" => rpc_error(id, -32003, PUSH_NOT_SUPPORTED),
+        | "DeleteTaskPushNotificationConfig" => rpc_error(id, -32003, PUSH_NOT_SUPPORTED),
         // The card does not declare `capabilities.extendedAgentCard`.
-        "GetExtendedAgentCard" | "agent/getAuthenticatedExtendedCard" => {
+        "GetExtendedAgentCard" => {
             rpc_error(id, -32004, "this agent has no extended agent card (capabilities.extendedAgentCard is not set)")
         }
         other => rpc_error(id, -32601, format!("method not found: {other}")),
