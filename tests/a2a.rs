@@ -724,3 +724,40 @@ async fn only_a2a_1_0_is_served() {
     assert!(old["error"]["message"].as_str().unwrap().contains("A2A-Version: 1.0"), "{old}");
     assert_eq!(call(Some("1.0"), "/a2a", "message/send").await["error"]["code"], -32601, "not a 1.0 method");
 }
+
+#[tokio::test]
+async fn invalid_json_rpc_envelopes_are_invalid_requests_with_their_id() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let post = |body: String| {
+        let req = app.client.post(format!("{}/a2a", app.base)).header("A2A-Version", "1.0");
+        async move { req.header("content-type", "application/json").body(body).send().await.unwrap() }
+    };
+    let cases = [
+        (json!({ "jsonrpc": "1.0", "id": "a", "method": "GetTask", "params": { "id": "x" } }), -32600, json!("a")),
+        (json!({ "jsonrpc": "2.0", "id": 5, "params": {} }), -32600, json!(5)),
+        (json!({ "jsonrpc": "2.0", "id": "b", "method": 7 }), -32600, json!("b")),
+        (json!({ "jsonrpc": "2.0", "id": { "bad": "type" }, "method": "GetTask" }), -32600, Value::Null),
+        (json!({ "jsonrpc": "2.0", "id": 1.5, "method": "GetTask" }), -32600, Value::Null),
+        (json!({ "jsonrpc": "2.0", "id": "c", "method": "GetTask", "params": "x" }), -32600, json!("c")),
+        (json!({ "jsonrpc": "2.0", "id": "d", "method": "GetTask", "params": ["x"] }), -32602, json!("d")),
+        (json!({ "jsonrpc": "aaa", "method": "SendMessage", "params": {} }), -32600, Value::Null),
+        (json!([{ "jsonrpc": "2.0", "id": 1, "method": "GetTask" }]), -32600, Value::Null),
+        (
+            json!({ "jsonrpc": "2.0", "id": "e", "method": "SendMessage", "params": { "": "not_a_dict" } }),
+            -32602,
+            json!("e"),
+        ),
+    ];
+    for (body, code, id) in cases {
+        let resp = post(body.to_string()).await;
+        assert_eq!(resp.status(), 200);
+        let r: Value = resp.json().await.unwrap();
+        assert_eq!((r["error"]["code"].clone(), r["id"].clone()), (json!(code), id), "{body} -> {r}");
+        assert_eq!(r["jsonrpc"], "2.0");
+    }
+    let r: Value = post("{not json".into()).await.json().await.unwrap();
+    assert_eq!((r["error"]["code"].clone(), r["id"].clone()), (json!(-32700), Value::Null));
+    // A notification is not answered.
+    let resp = post(json!({ "jsonrpc": "2.0", "method": "GetTask", "params": { "id": "x" } }).to_string()).await;
+    assert_eq!(resp.status(), 204);
+}

@@ -162,6 +162,50 @@ fn check_version(headers: &HeaderMap, query: Option<&str>, method: &str) -> Resu
     }
 }
 
+/// Reads the JSON-RPC 2.0 request object: `-32700` when the body is not JSON; `-32600` (with the
+/// request's `id` when it can be read) when it is not a request object — a batch, `jsonrpc` not
+/// `"2.0"`, `method` missing or not a string, `id` not a string, integer or null, `params` not
+/// structured; `-32602` for positional params (A2A's are named). `None` for a notification (no
+/// `id` member).
+fn envelope(body: &[u8]) -> Result<Option<JsonRpcRequest>, (JsonRpcId, i32, String)> {
+    let value: Value =
+        serde_json::from_slice(body).map_err(|e| (JsonRpcId::Null, -32700, format!("parse error: {e}")))?;
+    let Value::Object(obj) = value else {
+        let what = if value.is_array() { "batch requests are not supported" } else { "not a request object" };
+        return Err((JsonRpcId::Null, -32600, format!("invalid request: {what}")));
+    };
+    let id = match obj.get("id") {
+        None => None,
+        Some(Value::Null) => Some(JsonRpcId::Null),
+        Some(Value::String(s)) => Some(JsonRpcId::String(s.clone())),
+        Some(Value::Number(n)) if n.is_i64() => Some(JsonRpcId::Number(n.as_i64().unwrap_or_default())),
+        Some(other) => {
+            return Err((
+                JsonRpcId::Null,
+                -32600,
+                format!("invalid request: `id` must be a string or an integer, not {other}"),
+            ))
+        }
+    };
+    let invalid = |msg: &str| (id.clone().unwrap_or(JsonRpcId::Null), -32600, format!("invalid request: {msg}"));
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(invalid("`jsonrpc` must be \"2.0\""));
+    }
+    let Some(method) = obj.get("method").and_then(Value::as_str) else {
+        return Err(invalid("`method` (a string) is required"));
+    };
+    let params = match obj.get("params") {
+        None | Some(Value::Null) => None,
+        Some(p @ Value::Object(_)) => Some(p.clone()),
+        Some(Value::Array(_)) => {
+            let id = id.clone().unwrap_or(JsonRpcId::Null);
+            return Err((id, -32602, "invalid params: A2A params are an object, not an array".into()));
+        }
+        Some(_) => return Err(invalid("`params` must be an object")),
+    };
+    Ok(id.map(|id| JsonRpcRequest { jsonrpc: "2.0".into(), id, method: method.to_string(), params }))
+}
+
 /// `POST /a2a`: JSON-RPC 2.0.
 pub async fn rpc(
     State(state): State<AppState>,
@@ -169,9 +213,11 @@ pub async fn rpc(
     RawQuery(query): RawQuery,
     body: axum::body::Bytes,
 ) -> Response {
-    let req: JsonRpcRequest = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => return rpc_error(JsonRpcId::Null, -32700, format!("parse error: {e}")),
+    let req = match envelope(&body) {
+        Ok(Some(r)) => r,
+        // A notification: A2A has none, and JSON-RPC forbids answering one.
+        Ok(None) => return axum::http::StatusCode::NO_CONTENT.into_response(),
+        Err((id, code, message)) => return rpc_error(id, code, message),
     };
     let id = req.id.clone();
     if let Err(e) = check_version(&headers, query.as_deref(), &req.method) {
