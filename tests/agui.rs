@@ -228,3 +228,31 @@ async fn a_sub_agents_question_is_an_interrupt_answered_in_text() {
     let sent = peer.requests();
     assert_eq!(sent.last().unwrap()["params"]["message"]["parts"][0]["text"], "12月3日");
 }
+
+#[tokio::test]
+async fn a_resume_naming_no_pending_interrupt_is_refused() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let post = |body: Value| {
+        let req = app.client.post(format!("{}/v1/ag-ui", app.base)).json(&body);
+        async move { req.send().await.unwrap() }
+    };
+    let resume = |run: &str, id: &Value| {
+        json!({ "threadId": "agui-thread-5", "runId": run, "messages": [],
+                "resume": [{ "interruptId": id, "status": "resolved", "payload": { "city": "北京", "check_in_date": "2026-12-01" } }] })
+    };
+    let first = run(&app, json!({ "threadId": "agui-thread-5", "runId": "r1", "messages": [{ "id": "m1", "role": "user", "content": "帮我订个酒店" }] })).await;
+    let id = first.last().unwrap()["outcome"]["interrupts"][0]["id"].clone();
+    let bogus = post(resume("r2", &json!("plan_nope_task_1"))).await;
+    assert_eq!(bogus.status(), 400);
+    let body: Value = bogus.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "unknown_interrupt", "{body}");
+    assert!(app.calls("hotel_agent").is_empty());
+
+    check_run(&run(&app, resume("r3", &id)).await);
+    assert_eq!(app.calls("hotel_agent").len(), 1);
+    // Answered: the same interrupt cannot be resumed twice.
+    let again = post(resume("r4", &id)).await;
+    assert_eq!(again.status(), 400);
+    assert_eq!(again.json::<Value>().await.unwrap()["error"]["code"], "unknown_interrupt");
+    assert_eq!(app.calls("hotel_agent").len(), 1);
+}

@@ -98,7 +98,7 @@ pub async fn run(
     ApiJson(input): ApiJson<RunAgentInput>,
 ) -> Result<impl IntoResponse, ApiError> {
     let user = user_id(&input, &headers);
-    // The sub-tasks the resumed interrupts name: an A2A agent's question is answered in text.
+    // The sub-tasks the resumed interrupts name: they must be pending.
     let pending = if input.resume.is_empty() {
         Vec::new()
     } else {
@@ -110,24 +110,29 @@ pub async fn run(
     let mut answers = Vec::new();
     let mut cancelled = false;
     for r in &input.resume {
-        let asked_by_agent = pending.iter().any(|t| t.task_id == r.interrupt_id && t.remote.is_some());
+        if !matches!(r.status.as_str(), "resolved" | "cancelled") {
+            let message = format!("resume status {:?} is not resolved or cancelled", r.status);
+            return Err(ApiError::bad_request("invalid_resume", message));
+        }
+        let Some(task) = pending.iter().find(|t| t.task_id == r.interrupt_id) else {
+            let message = format!(
+                "interrupt {:?} is not pending on thread {:?}: it was already answered or cancelled, or never asked",
+                r.interrupt_id, input.thread_id
+            );
+            return Err(ApiError::bad_request("unknown_interrupt", message));
+        };
         match r.status.as_str() {
-            "resolved" if asked_by_agent => {
+            "cancelled" => cancelled = true,
+            // An A2A agent's question is answered in text.
+            _ if task.remote.is_some() => {
                 if let Some(text) = r.payload.as_str().or_else(|| r.payload["answer"].as_str()) {
                     answers.push(text.to_string());
                 }
             }
-            "resolved" => {
+            _ => {
                 if let Value::Object(values) = &r.payload {
                     slots.extend(values.clone());
                 }
-            }
-            "cancelled" => cancelled = true,
-            other => {
-                return Err(ApiError::bad_request(
-                    "invalid_resume",
-                    format!("resume status {other:?} is not resolved or cancelled"),
-                ))
             }
         }
     }
