@@ -256,3 +256,24 @@ async fn a_resume_naming_no_pending_interrupt_is_refused() {
     assert_eq!(again.json::<Value>().await.unwrap()["error"]["code"], "unknown_interrupt");
     assert_eq!(app.calls("hotel_agent").len(), 1);
 }
+
+#[tokio::test]
+async fn a_resume_with_form_values_only_keeps_the_conversations_language() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let first = run(&app, json!({ "threadId": "agui-thread-6", "runId": "r1", "messages": [{ "id": "m1", "role": "user", "content": "帮我订个酒店" }] })).await;
+    let id = first.last().unwrap()["outcome"]["interrupts"][0]["id"].clone();
+    let second = run(
+        &app,
+        json!({ "threadId": "agui-thread-6", "runId": "r2", "messages": [],
+                "resume": [{ "interruptId": id, "status": "resolved", "payload": { "city": "北京", "check_in_date": "2026-12-01" } }] }),
+    )
+    .await;
+    let answer: String = second
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT" && e["messageId"] == "answer_r2")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert!(answer.starts_with("已为您完成"), "Chinese, like the conversation: {answer}");
+    let steps: Vec<&str> = second.iter().filter_map(|e| e["delta"].as_str()).collect();
+    assert!(!steps.iter().any(|d| d.contains("Done:") || d.contains("Processing")), "{steps:?}");
+}

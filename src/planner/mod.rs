@@ -42,6 +42,8 @@ pub struct TurnInput<'a> {
     pub today: NaiveDate,
     /// Id for a new plan.
     pub plan_id: &'a str,
+    /// The language to answer in (the query's, or the conversation's for a turn without words).
+    pub lang: Lang,
 }
 
 /// The last planned turn of the session.
@@ -158,7 +160,7 @@ impl TurnPlan {
 ///    brings new values for the previous intent's keys re-runs that intent (ellipsis);
 /// 4. simple intents are answered; anything else is out of scope.
 pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnPlan {
-    let lang = Lang::detect(input.query);
+    let lang = input.lang;
     let lower = input.query.to_lowercase();
     let hits = intent::match_agents(registry, input.query);
     let simple = intent::simple_intent(&lower);

@@ -111,6 +111,7 @@ impl Supervisor {
                 .then_some(Previous { intent: &conv.last_intent, query: &conv.last_query }),
             today: chrono::Local::now().date_naive(),
             plan_id: &plan_id,
+            lang: t.lang,
         };
         let started = std::time::Instant::now();
         let decided = decide(self.llm.as_deref(), t.registry, input, &session.history)
