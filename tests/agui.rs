@@ -277,3 +277,27 @@ async fn a_resume_with_form_values_only_keeps_the_conversations_language() {
     let steps: Vec<&str> = second.iter().filter_map(|e| e["delta"].as_str()).collect();
     assert!(!steps.iter().any(|d| d.contains("Done:") || d.contains("Processing")), "{steps:?}");
 }
+
+#[tokio::test]
+async fn a_key_of_an_agent_without_input_schema_is_a_described_text_field() {
+    let peer = crate::a2a_peer::TrainAgent::spawn().await;
+    let url = peer.url.clone();
+    let app = spawn_app_with(Setup::default(), move |c| {
+        c["agents"].as_array_mut().unwrap().push(json!({
+            "id": "train_agent",
+            "endpoint": { "url": url, "protocol": "a2a" },
+            "keywords": ["火车票"],
+            "required_semantic_keys": [{ "key": "travel_date", "description": "出发日期", "widget": "date_picker" }],
+        }));
+    })
+    .await;
+    let events = run(&app, json!({ "threadId": "agui-thread-7", "runId": "r1", "messages": [{ "id": "m1", "role": "user", "content": "帮我订一张火车票" }] })).await;
+    check_run(&events);
+    let interrupt = &events.last().unwrap()["outcome"]["interrupts"][0];
+    assert_eq!(
+        interrupt["responseSchema"]["properties"]["travel_date"],
+        json!({ "type": "string", "description": "出发日期" }),
+        "{interrupt}"
+    );
+    assert_eq!(interrupt["responseSchema"]["required"], json!(["travel_date"]));
+}

@@ -326,7 +326,17 @@ impl AgUiMapper {
             .into_iter()
             .map(|(task, agent, keys)| {
                 let names: Vec<&str> = keys.iter().map(|(k, _, _)| k.as_str()).collect();
-                let schema = self.registry.get(&agent).map_or_else(|| json!({ "type": "object" }), |a| key_subschema(&a.input_schema, &names));
+                let input_schema = self.registry.get(&agent).map_or_else(|| json!({}), |a| (*a.input_schema).clone());
+                let mut schema = key_subschema(&input_schema, &names);
+                // A key the input schema does not describe (an agent registered by its card alone)
+                // is still a described text field.
+                for (k, d, _) in &keys {
+                    let Some(Value::Object(prop)) = schema["properties"].get_mut(k) else { continue };
+                    if prop.is_empty() {
+                        prop.insert("type".into(), json!("string"));
+                    }
+                    prop.entry("description").or_insert_with(|| json!(d));
+                }
                 let widgets: Vec<Value> = keys
                     .iter()
                     .map(|(k, d, w)| {
