@@ -24,7 +24,7 @@ fn types(events: &[Value]) -> Vec<&str> {
 }
 
 /// Structural rules of an AG-UI run: starts and finishes once, steps balanced, text messages
-/// opened before content and closed once.
+/// opened before content and closed once, within their step.
 fn check_run(events: &[Value]) {
     let t = types(events);
     assert_eq!(t[0], "RUN_STARTED");
@@ -38,7 +38,10 @@ fn check_run(events: &[Value]) {
                 assert!(step.is_none(), "steps do not nest: {e}");
                 step = Some(e["stepName"].as_str().unwrap().to_string());
             }
-            "STEP_FINISHED" => assert_eq!(step.take().as_deref(), e["stepName"].as_str()),
+            "STEP_FINISHED" => {
+                assert_eq!(step.take().as_deref(), e["stepName"].as_str());
+                assert!(open.is_empty(), "text messages end within their step: {open:?} open at {e}");
+            }
             "TEXT_MESSAGE_START" => open.push(e["messageId"].as_str().unwrap().to_string()),
             "TEXT_MESSAGE_CONTENT" => {
                 assert!(open.iter().any(|m| m == e["messageId"].as_str().unwrap()), "content of an open message: {e}");
@@ -209,6 +212,13 @@ async fn a_sub_agents_question_is_an_interrupt_answered_in_text() {
     assert_eq!(interrupt["responseSchema"]["properties"]["answer"]["type"], "string");
     assert_eq!(interrupt["responseSchema"]["required"], json!(["answer"]));
     assert!(interrupt["expiresAt"].is_string());
+    // The question is the sub-task's own message, ended before the execute step is.
+    let asked = first.iter().position(|e| {
+        e["type"] == "TEXT_MESSAGE_CONTENT" && e["messageId"] == interrupt["id"] && e["delta"] == QUESTION
+    });
+    let ended = first.iter().position(|e| e["type"] == "TEXT_MESSAGE_END" && e["messageId"] == interrupt["id"]);
+    let execute_done = first.iter().position(|e| e["type"] == "STEP_FINISHED" && e["stepName"] == "execute");
+    assert!(asked < ended && ended < execute_done && asked.is_some(), "{first:#?}");
 
     let second = run(
         &app,

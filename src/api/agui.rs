@@ -235,6 +235,8 @@ impl AgUiMapper {
                     ev.payload.plan.as_ref().map_or(Value::Null, |p| serde_json::to_value(&**p).unwrap_or_default());
                 out.push(json!({ "type": "ACTIVITY_SNAPSHOT", "messageId": id, "activityType": "PLAN", "content": plan, "replace": true }));
             }
+            // An A2A agent asked something: its question was relayed; its message ends here.
+            Stage::Blocked if ev.task_id.is_some() => self.close_task(&task, &mut out),
             Stage::Blocked => {}
             Stage::AgentStarted => {
                 self.enter("execute", &mut out);
