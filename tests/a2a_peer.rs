@@ -20,12 +20,12 @@ use axum::{Json, Router};
 use serde_json::{json, Value};
 
 /// What the agent asks when the message names no date.
-pub const QUESTION: &str = "请问您哪天出发？";
+pub(crate) const QUESTION: &str = "请问您哪天出发？";
 /// The progress text streamed before the result.
-pub const PROGRESS: &str = "余票充足，正在出票…";
+pub(crate) const PROGRESS: &str = "余票充足，正在出票…";
 
 /// The booking's result text for `date`.
-pub fn booked(date: &str) -> String {
+pub(crate) fn booked(date: &str) -> String {
     format!("已为您预订{date}的G123次列车，座位08车12F。")
 }
 
@@ -38,9 +38,9 @@ struct PeerState {
 }
 
 /// The running agent; stops when dropped.
-pub struct TrainAgent {
+pub(crate) struct TrainAgent {
     /// `http://127.0.0.1:<port>` (the card is under it).
-    pub url: String,
+    pub(crate) url: String,
     state: Arc<Mutex<PeerState>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -53,7 +53,7 @@ impl Drop for TrainAgent {
 
 impl TrainAgent {
     /// Starts the agent on a free port.
-    pub async fn spawn() -> Self {
+    pub(crate) async fn spawn() -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let state = Arc::new(Mutex::new(PeerState { base: url.clone(), ..Default::default() }));
@@ -68,17 +68,17 @@ impl TrainAgent {
     }
 
     /// The JSON-RPC requests received so far.
-    pub fn requests(&self) -> Vec<Value> {
+    pub(crate) fn requests(&self) -> Vec<Value> {
         self.state.lock().unwrap().requests.clone()
     }
 
     /// A stored task.
-    pub fn task(&self, id: &str) -> Option<Value> {
+    pub(crate) fn task(&self, id: &str) -> Option<Value> {
         self.state.lock().unwrap().tasks.get(id).cloned()
     }
 
     /// The capability card registering this agent as `train_agent` (protocol `a2a`).
-    pub fn config_entry(&self) -> Value {
+    pub(crate) fn config_entry(&self) -> Value {
         json!({
             "id": "train_agent",
             "name": "火车票预订",

@@ -7,7 +7,7 @@
 //!
 //! One A2A task is one turn; the A2A context is the Switchboard thread. A task belongs to the
 //! user that created it (`x-user-id`): other users get `TaskNotFoundError`. Text parts are the
-//! query, data parts are `slots`. The turn runs in the background ([`tasks`]): stage events move
+//! query, data parts are `slots`. The turn runs in the background (`tasks.rs`): stage events move
 //! the task to `TASK_STATE_WORKING` (streamed as status updates), the answer is an artifact.
 //! `SendMessage` waits for the end unless `returnImmediately`; `GetTask` follows the task.
 //! Missing semantic keys (or a sub-agent's question) end the task in `TASK_STATE_INPUT_REQUIRED`

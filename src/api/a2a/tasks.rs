@@ -188,7 +188,7 @@ impl A2aTasks {
     /// a task waiting for input is followed through its next turn).
     ///
     /// # Errors
-    /// [`SubscribeError`].
+    /// `SubscribeError`.
     pub fn subscribe(&self, id: &str, user: &str) -> Result<(Task, Updates), SubscribeError> {
         let mut tasks = self.lock();
         let entry = tasks.get_mut(id).filter(|e| e.owner == user).ok_or(SubscribeError::NotFound)?;
@@ -214,7 +214,7 @@ impl A2aTasks {
     /// state it had.
     ///
     /// # Errors
-    /// [`CancelError`].
+    /// `CancelError`.
     pub fn cancel(&self, id: &str, user: &str, status: ::a2a::TaskStatus) -> Result<(Task, TaskState), CancelError> {
         let mut tasks = self.lock();
         let entry = tasks.get_mut(id).filter(|e| e.owner == user).ok_or(CancelError::NotFound)?;
