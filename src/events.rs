@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use crate::planner::{EscalationReason, SemanticInfo, SubTask, TaskPlan};
+use crate::planner::{EscalationReason, RemoteQuestion, SemanticInfo, SubTask, TaskPlan};
 
 /// `content` for progress, `done` for the single final event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -117,10 +117,12 @@ pub struct Payload {
     pub plan: Option<Arc<TaskPlan>>,
     /// Keys blocking sub-tasks (`blocked`, `answer`): `metadata.semantic_info` on the wire.
     pub semantic_info: Option<Arc<[SemanticInfo]>>,
+    /// Questions A2A sub-agents asked the user (`answer`): `metadata.input_required` on the wire.
+    pub questions: Option<Arc<[RemoteQuestion]>>,
     /// The hand-over to a human (`escalated`): `metadata.state.escalation` on the wire.
     pub escalation: Option<Arc<EscalationCard>>,
     /// When the pending clarification this answer asks for expires (`answer` with
-    /// `semantic_info`); the stored expiry, so every surface shows the same time.
+    /// `semantic_info` or `questions`); the stored expiry, so every surface shows the same time.
     pub clarification_expires_at: Option<DateTime<Utc>>,
 }
 
@@ -178,6 +180,14 @@ impl StageEvent {
     pub fn semantic_info(mut self, infos: &[SemanticInfo]) -> Self {
         self = self.meta("semantic_info", infos);
         self.payload.semantic_info = Some(infos.into());
+        self
+    }
+
+    /// Attaches the questions A2A sub-agents asked: `metadata.input_required` and
+    /// [`Payload::questions`].
+    pub fn questions(mut self, questions: &[RemoteQuestion]) -> Self {
+        self = self.meta("input_required", questions);
+        self.payload.questions = Some(questions.into());
         self
     }
 

@@ -24,7 +24,7 @@ fn types(events: &[Value]) -> Vec<&str> {
 }
 
 /// Structural rules of an AG-UI run: starts and finishes once, steps balanced, text messages
-/// opened before content and closed once.
+/// opened before content and closed once, within their step.
 fn check_run(events: &[Value]) {
     let t = types(events);
     assert_eq!(t[0], "RUN_STARTED");
@@ -38,7 +38,10 @@ fn check_run(events: &[Value]) {
                 assert!(step.is_none(), "steps do not nest: {e}");
                 step = Some(e["stepName"].as_str().unwrap().to_string());
             }
-            "STEP_FINISHED" => assert_eq!(step.take().as_deref(), e["stepName"].as_str()),
+            "STEP_FINISHED" => {
+                assert_eq!(step.take().as_deref(), e["stepName"].as_str());
+                assert!(open.is_empty(), "text messages end within their step: {open:?} open at {e}");
+            }
             "TEXT_MESSAGE_START" => open.push(e["messageId"].as_str().unwrap().to_string()),
             "TEXT_MESSAGE_CONTENT" => {
                 assert!(open.iter().any(|m| m == e["messageId"].as_str().unwrap()), "content of an open message: {e}");
@@ -186,4 +189,125 @@ async fn bad_ag_ui_bodies_are_json_errors() {
         .unwrap();
     assert_eq!(resp.status(), 400);
     assert_eq!(resp.json::<Value>().await.unwrap()["error"]["code"], "invalid_resume");
+}
+
+#[tokio::test]
+async fn a_sub_agents_question_is_an_interrupt_answered_in_text() {
+    use crate::a2a_peer::{booked, TrainAgent, QUESTION};
+    let peer = TrainAgent::spawn().await;
+    let entry = peer.config_entry();
+    let app = spawn_app_with(Setup::default(), move |c| c["agents"].as_array_mut().unwrap().push(entry)).await;
+    let first = run(
+        &app,
+        json!({ "threadId": "agui-train", "runId": "r1",
+                                   "messages": [{ "id": "m1", "role": "user", "content": "帮我订一张火车票" }] }),
+    )
+    .await;
+    check_run(&first);
+    let finished = first.last().unwrap();
+    assert_eq!(finished["outcome"]["type"], "interrupt", "{finished}");
+    let interrupt = &finished["outcome"]["interrupts"][0];
+    assert_eq!(interrupt["reason"], "input_required");
+    assert_eq!(interrupt["message"], QUESTION);
+    assert_eq!(interrupt["responseSchema"]["properties"]["answer"]["type"], "string");
+    assert_eq!(interrupt["responseSchema"]["required"], json!(["answer"]));
+    assert!(interrupt["expiresAt"].is_string());
+    // The question is the sub-task's own message, ended before the execute step is.
+    let asked = first.iter().position(|e| {
+        e["type"] == "TEXT_MESSAGE_CONTENT" && e["messageId"] == interrupt["id"] && e["delta"] == QUESTION
+    });
+    let ended = first.iter().position(|e| e["type"] == "TEXT_MESSAGE_END" && e["messageId"] == interrupt["id"]);
+    let execute_done = first.iter().position(|e| e["type"] == "STEP_FINISHED" && e["stepName"] == "execute");
+    assert!(asked < ended && ended < execute_done && asked.is_some(), "{first:#?}");
+
+    let second = run(
+        &app,
+        json!({ "threadId": "agui-train", "runId": "r2", "messages": [],
+                                    "resume": [{ "interruptId": interrupt["id"], "status": "resolved",
+                                                 "payload": { "answer": "12月3日" } }] }),
+    )
+    .await;
+    check_run(&second);
+    assert_eq!(second.last().unwrap()["outcome"]["type"], "success", "{second:#?}");
+    let text: String = second
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT" && e["messageId"] == "answer_r2")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert!(text.contains(&booked("12月3日")), "{text}");
+    let sent = peer.requests();
+    assert_eq!(sent.last().unwrap()["params"]["message"]["parts"][0]["text"], "12月3日");
+}
+
+#[tokio::test]
+async fn a_resume_naming_no_pending_interrupt_is_refused() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let post = |body: Value| {
+        let req = app.client.post(format!("{}/v1/ag-ui", app.base)).json(&body);
+        async move { req.send().await.unwrap() }
+    };
+    let resume = |run: &str, id: &Value| {
+        json!({ "threadId": "agui-thread-5", "runId": run, "messages": [],
+                "resume": [{ "interruptId": id, "status": "resolved", "payload": { "city": "北京", "check_in_date": "2026-12-01" } }] })
+    };
+    let first = run(&app, json!({ "threadId": "agui-thread-5", "runId": "r1", "messages": [{ "id": "m1", "role": "user", "content": "帮我订个酒店" }] })).await;
+    let id = first.last().unwrap()["outcome"]["interrupts"][0]["id"].clone();
+    let bogus = post(resume("r2", &json!("plan_nope_task_1"))).await;
+    assert_eq!(bogus.status(), 400);
+    let body: Value = bogus.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "unknown_interrupt", "{body}");
+    assert!(app.calls("hotel_agent").is_empty());
+
+    check_run(&run(&app, resume("r3", &id)).await);
+    assert_eq!(app.calls("hotel_agent").len(), 1);
+    // Answered: the same interrupt cannot be resumed twice.
+    let again = post(resume("r4", &id)).await;
+    assert_eq!(again.status(), 400);
+    assert_eq!(again.json::<Value>().await.unwrap()["error"]["code"], "unknown_interrupt");
+    assert_eq!(app.calls("hotel_agent").len(), 1);
+}
+
+#[tokio::test]
+async fn a_resume_with_form_values_only_keeps_the_conversations_language() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let first = run(&app, json!({ "threadId": "agui-thread-6", "runId": "r1", "messages": [{ "id": "m1", "role": "user", "content": "帮我订个酒店" }] })).await;
+    let id = first.last().unwrap()["outcome"]["interrupts"][0]["id"].clone();
+    let second = run(
+        &app,
+        json!({ "threadId": "agui-thread-6", "runId": "r2", "messages": [],
+                "resume": [{ "interruptId": id, "status": "resolved", "payload": { "city": "北京", "check_in_date": "2026-12-01" } }] }),
+    )
+    .await;
+    let answer: String = second
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT" && e["messageId"] == "answer_r2")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert!(answer.starts_with("已为您完成"), "Chinese, like the conversation: {answer}");
+    let steps: Vec<&str> = second.iter().filter_map(|e| e["delta"].as_str()).collect();
+    assert!(!steps.iter().any(|d| d.contains("Done:") || d.contains("Processing")), "{steps:?}");
+}
+
+#[tokio::test]
+async fn a_key_of_an_agent_without_input_schema_is_a_described_text_field() {
+    let peer = crate::a2a_peer::TrainAgent::spawn().await;
+    let url = peer.url.clone();
+    let app = spawn_app_with(Setup::default(), move |c| {
+        c["agents"].as_array_mut().unwrap().push(json!({
+            "id": "train_agent",
+            "endpoint": { "url": url, "protocol": "a2a" },
+            "keywords": ["火车票"],
+            "required_semantic_keys": [{ "key": "travel_date", "description": "出发日期", "widget": "date_picker" }],
+        }));
+    })
+    .await;
+    let events = run(&app, json!({ "threadId": "agui-thread-7", "runId": "r1", "messages": [{ "id": "m1", "role": "user", "content": "帮我订一张火车票" }] })).await;
+    check_run(&events);
+    let interrupt = &events.last().unwrap()["outcome"]["interrupts"][0];
+    assert_eq!(
+        interrupt["responseSchema"]["properties"]["travel_date"],
+        json!({ "type": "string", "description": "出发日期" }),
+        "{interrupt}"
+    );
+    assert_eq!(interrupt["responseSchema"]["required"], json!(["travel_date"]));
 }

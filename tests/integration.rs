@@ -3,6 +3,7 @@
 mod common;
 
 mod a2a;
+mod a2a_peer;
 mod agui;
 mod api;
 mod chat;

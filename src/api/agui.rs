@@ -27,7 +27,7 @@ use super::error::{ApiError, ApiJson};
 use super::AppState;
 use crate::config::key_subschema;
 use crate::events::{Stage, StageEvent};
-use crate::planner::SemanticInfo;
+use crate::planner::{RemoteQuestion, SemanticInfo};
 use crate::registry::Registry;
 use crate::supervisor::TurnRequest;
 
@@ -98,26 +98,46 @@ pub async fn run(
     ApiJson(input): ApiJson<RunAgentInput>,
 ) -> Result<impl IntoResponse, ApiError> {
     let user = user_id(&input, &headers);
+    // The sub-tasks the resumed interrupts name: they must be pending.
+    let pending = if input.resume.is_empty() {
+        Vec::new()
+    } else {
+        let session = state.supervisor.sessions.peek(&user, &input.thread_id).await;
+        let session = session.map_err(|e| ApiError::Unavailable(format!("session store: {e}")))?;
+        session.and_then(|s| s.conversation.pending().map(|p| p.tasks.clone())).unwrap_or_default()
+    };
     let mut slots = Map::new();
+    let mut answers = Vec::new();
     let mut cancelled = false;
     for r in &input.resume {
+        if !matches!(r.status.as_str(), "resolved" | "cancelled") {
+            let message = format!("resume status {:?} is not resolved or cancelled", r.status);
+            return Err(ApiError::bad_request("invalid_resume", message));
+        }
+        let Some(task) = pending.iter().find(|t| t.task_id == r.interrupt_id) else {
+            let message = format!(
+                "interrupt {:?} is not pending on thread {:?}: it was already answered or cancelled, or never asked",
+                r.interrupt_id, input.thread_id
+            );
+            return Err(ApiError::bad_request("unknown_interrupt", message));
+        };
         match r.status.as_str() {
-            "resolved" => {
+            "cancelled" => cancelled = true,
+            // An A2A agent's question is answered in text.
+            _ if task.remote.is_some() => {
+                if let Some(text) = r.payload.as_str().or_else(|| r.payload["answer"].as_str()) {
+                    answers.push(text.to_string());
+                }
+            }
+            _ => {
                 if let Value::Object(values) = &r.payload {
                     slots.extend(values.clone());
                 }
             }
-            "cancelled" => cancelled = true,
-            other => {
-                return Err(ApiError::bad_request(
-                    "invalid_resume",
-                    format!("resume status {other:?} is not resolved or cancelled"),
-                ))
-            }
         }
     }
-    let cancel = cancelled && slots.is_empty();
-    let query = if input.resume.is_empty() { last_user_text(&input.messages) } else { String::new() };
+    let cancel = cancelled && slots.is_empty() && answers.is_empty();
+    let query = if input.resume.is_empty() { last_user_text(&input.messages) } else { answers.join("\n") };
     let body =
         super::chat::ChatBody { query, user_id: user, thread_id: Some(input.thread_id.clone()), slots: Some(slots) };
     let mut req: TurnRequest = if cancel { body.validate_cancel()? } else { body.validate()? };
@@ -215,6 +235,8 @@ impl AgUiMapper {
                     ev.payload.plan.as_ref().map_or(Value::Null, |p| serde_json::to_value(&**p).unwrap_or_default());
                 out.push(json!({ "type": "ACTIVITY_SNAPSHOT", "messageId": id, "activityType": "PLAN", "content": plan, "replace": true }));
             }
+            // An A2A agent asked something: its question was relayed; its message ends here.
+            Stage::Blocked if ev.task_id.is_some() => self.close_task(&task, &mut out),
             Stage::Blocked => {}
             Stage::AgentStarted => {
                 self.enter("execute", &mut out);
@@ -255,17 +277,17 @@ impl AgUiMapper {
                 }
                 self.leave(&mut out);
                 let mut finished = json!({ "type": "RUN_FINISHED", "threadId": self.thread_id, "runId": self.run_id });
-                match ev.payload.semantic_info.as_deref().filter(|i| !i.is_empty()) {
-                    Some(infos) => {
-                        let expires = ev.payload.clarification_expires_at.unwrap_or_else(|| self.default_expiry());
-                        finished["outcome"] =
-                            json!({ "type": "interrupt", "interrupts": self.interrupts(infos, &ev.content, expires) });
-                    }
-                    None => {
-                        finished["outcome"] = json!({ "type": "success" });
-                        if let Some(card) = &ev.payload.escalation {
-                            finished["result"] = json!({ "escalation": &**card });
-                        }
+                let infos = ev.payload.semantic_info.as_deref().unwrap_or_default();
+                let questions = ev.payload.questions.as_deref().unwrap_or_default();
+                if !infos.is_empty() || !questions.is_empty() {
+                    let expires = ev.payload.clarification_expires_at.unwrap_or_else(|| self.default_expiry());
+                    let mut interrupts = self.interrupts(infos, &ev.content, expires);
+                    interrupts.extend(questions.iter().map(|q| question_interrupt(q, expires)));
+                    finished["outcome"] = json!({ "type": "interrupt", "interrupts": interrupts });
+                } else {
+                    finished["outcome"] = json!({ "type": "success" });
+                    if let Some(card) = &ev.payload.escalation {
+                        finished["result"] = json!({ "escalation": &**card });
                     }
                 }
                 out.push(finished);
@@ -306,7 +328,17 @@ impl AgUiMapper {
             .into_iter()
             .map(|(task, agent, keys)| {
                 let names: Vec<&str> = keys.iter().map(|(k, _, _)| k.as_str()).collect();
-                let schema = self.registry.get(&agent).map_or_else(|| json!({ "type": "object" }), |a| key_subschema(&a.input_schema, &names));
+                let input_schema = self.registry.get(&agent).map_or_else(|| json!({}), |a| (*a.input_schema).clone());
+                let mut schema = key_subschema(&input_schema, &names);
+                // A key the input schema does not describe (an agent registered by its card alone)
+                // is still a described text field.
+                for (k, d, _) in &keys {
+                    let Some(Value::Object(prop)) = schema["properties"].get_mut(k) else { continue };
+                    if prop.is_empty() {
+                        prop.insert("type".into(), json!("string"));
+                    }
+                    prop.entry("description").or_insert_with(|| json!(d));
+                }
                 let widgets: Vec<Value> = keys
                     .iter()
                     .map(|(k, d, w)| {
@@ -324,4 +356,21 @@ impl AgUiMapper {
             })
             .collect()
     }
+}
+
+/// The interrupt for an A2A sub-agent's own question: its message is the question, the answer a
+/// text (`payload: {"answer": "…"}`), sent to the agent on its task.
+fn question_interrupt(q: &RemoteQuestion, expires: chrono::DateTime<chrono::Utc>) -> Value {
+    json!({
+        "id": q.task_id,
+        "reason": "input_required",
+        "message": q.question,
+        "responseSchema": {
+            "type": "object",
+            "properties": { "answer": { "type": "string", "description": q.question } },
+            "required": ["answer"],
+        },
+        "expiresAt": expires.to_rfc3339(),
+        "metadata": { "widgets": [] },
+    })
 }

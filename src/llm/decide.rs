@@ -100,7 +100,7 @@ async fn llm_decide(
         confidence: answer.confidence,
         reason: answer.reason.clone(),
         rewritten_query: rewritten.clone(),
-        lang: Lang::detect(input.query),
+        lang: input.lang,
         resumes_pending: false,
         candidates: planner::intent::recognize(registry, input.query).top(planner::intent::CANDIDATES_SHOWN),
     };

@@ -17,7 +17,9 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 pub use intent::{Lang, SimpleIntent};
-pub use plan::{Candidate, KeySources, MissKind, RemoteTask, SemanticInfo, SubTask, TaskPlan, TaskStatus, TaskType};
+pub use plan::{
+    Candidate, KeySources, MissKind, RemoteQuestion, RemoteTask, SemanticInfo, SubTask, TaskPlan, TaskStatus, TaskType,
+};
 
 use crate::registry::Registry;
 
@@ -40,6 +42,8 @@ pub struct TurnInput<'a> {
     pub today: NaiveDate,
     /// Id for a new plan.
     pub plan_id: &'a str,
+    /// The language to answer in (the query's, or the conversation's for a turn without words).
+    pub lang: Lang,
 }
 
 /// The last planned turn of the session.
@@ -159,7 +163,7 @@ impl TurnPlan {
 ///    brings new values for the previous intent's keys re-runs that intent (ellipsis);
 /// 4. simple intents are answered; anything else is out of scope.
 pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnPlan {
-    let lang = Lang::detect(input.query);
+    let lang = input.lang;
     let lower = input.query.to_lowercase();
     let recognition = intent::recognize(registry, input.query);
     let hits = recognition.hits();

@@ -90,6 +90,18 @@ pub struct RemoteTask {
     pub question: String,
 }
 
+/// A question an A2A sub-agent asked the user (its sub-task is blocked on it): one entry of the
+/// final answer's `metadata.input_required` (docs/events.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RemoteQuestion {
+    /// The blocked sub-task.
+    pub task_id: String,
+    /// The capability card's id.
+    pub sub_agent_id: String,
+    /// What the agent asked, in its own words.
+    pub question: String,
+}
+
 /// Whether a key has no value or a value that fails its schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -150,6 +162,19 @@ impl TaskPlan {
     /// Sub-tasks held back for the user.
     pub fn blocked(&self) -> impl Iterator<Item = &SubTask> {
         self.sub_tasks.iter().filter(|t| t.status == TaskStatus::Blocked)
+    }
+
+    /// The questions A2A agents asked, one per sub-task blocked on its agent's question.
+    pub fn remote_questions(&self) -> Vec<RemoteQuestion> {
+        self.blocked()
+            .filter_map(|t| {
+                t.remote.as_ref().map(|r| RemoteQuestion {
+                    task_id: t.task_id.clone(),
+                    sub_agent_id: t.assigned_agent.clone(),
+                    question: r.question.clone(),
+                })
+            })
+            .collect()
     }
 }
 

@@ -48,6 +48,7 @@ fn decide(reg: &Registry, query: &str, ctx: &Ctx) -> TurnPlan {
         previous: ctx.previous.as_ref().map(|(intent, query)| Previous { intent, query }),
         today: today(),
         plan_id: "plan_new",
+        lang: crate::text::Lang::detect(query),
     };
     plan_turn(reg, input)
 }

@@ -143,6 +143,10 @@ impl Supervisor {
             }
         };
         let turn_started = std::time::Instant::now();
+        // A turn without words (a widget form, a bare date) answers in the conversation's language.
+        let earlier =
+            guard.session.history.iter().rev().map(|h| h.query.as_str()).find(|q| q.chars().any(char::is_alphabetic));
+        let lang = Lang::of_turn(&req.query, earlier.map_or(lang, Lang::detect));
         let ctx = turn::TurnCtx::new(&registry, &req, &thread_id, lang, &sink, Utc::now());
         let answer = self.respond(&ctx, &mut guard.session).await;
         tracing::info!(

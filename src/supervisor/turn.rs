@@ -111,6 +111,7 @@ impl Supervisor {
                 .then_some(Previous { intent: &conv.last_intent, query: &conv.last_query }),
             today: chrono::Local::now().date_naive(),
             plan_id: &plan_id,
+            lang: t.lang,
         };
         let started = std::time::Instant::now();
         let decided = decide(self.llm.as_deref(), t.registry, input, &session.history)
@@ -192,6 +193,12 @@ impl Supervisor {
             StageEvent::new(Stage::Answer, text.clone()).agent("summarize").plan(&plan).state("summarizer", summarizer);
         if !plan.semantic_info.is_empty() {
             done = done.semantic_info(&plan.semantic_info);
+        }
+        let questions = plan.remote_questions();
+        if !questions.is_empty() {
+            done = done.questions(&questions);
+        }
+        if !plan.semantic_info.is_empty() || !questions.is_empty() {
             done.payload.clarification_expires_at = session.conversation.pending().map(|p| p.expires_at);
         }
         t.sink.emit(done);

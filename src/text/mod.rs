@@ -7,7 +7,8 @@
 //! reads one consistent catalog and an edit hot-reloads with the config.
 //!
 //! The language of a turn is the script of its query ([`Lang::detect`]): Chinese when it holds a
-//! CJK ideograph ([`is_cjk`]), English otherwise.
+//! CJK ideograph ([`is_cjk`]), English otherwise; a query without words keeps the conversation's
+//! language ([`Lang::of_turn`]).
 //!
 //! **Layering:** this is the lowest module of the crate; it imports no other `crate::` module.
 
@@ -38,6 +39,16 @@ impl Lang {
             Self::Zh
         } else {
             Self::En
+        }
+    }
+
+    /// The language of a turn's `text`; a text without words (empty, form values only, a bare
+    /// date or number) keeps `conversation`'s language.
+    pub fn of_turn(text: &str, conversation: Self) -> Self {
+        if text.chars().any(char::is_alphabetic) {
+            Self::detect(text)
+        } else {
+            conversation
         }
     }
 
@@ -89,6 +100,11 @@ mod tests {
         assert_eq!(Lang::detect("㐀"), Lang::Zh, "extension A");
         assert_eq!(Lang::detect("𠀀"), Lang::Zh, "extension B");
         assert_eq!(Lang::detect("，。"), Lang::En, "punctuation alone is no script");
+        // A turn without words keeps the conversation's language.
+        assert_eq!(Lang::of_turn("", Lang::Zh), Lang::Zh);
+        assert_eq!(Lang::of_turn("2026-12-01", Lang::Zh), Lang::Zh);
+        assert_eq!(Lang::of_turn("hello", Lang::Zh), Lang::En);
+        assert_eq!(Lang::of_turn("北京", Lang::En), Lang::Zh);
         assert_eq!(Lang::from_locale("zh-CN"), Some(Lang::Zh));
         assert_eq!(Lang::from_locale("zh_CN"), None);
         for lang in Lang::ALL {

@@ -5,15 +5,18 @@
 //! it names a `.json` file) says where to call (`supportedInterfaces[]` with binding `JSONRPC`) and
 //! whether the agent streams. `SendStreamingMessage` (or `SendMessage`) carries the sub-task's
 //! message as a text part and its semantic-key values as one data part, with header
-//! `A2A-Version: 1.0`. Status-update and artifact texts are relayed as deltas; data parts of
-//! artifacts become the `output` object. `TASK_STATE_COMPLETED` is done;
+//! `A2A-Version: 1.0`. Status-update and artifact texts are relayed as deltas; artifacts are the
+//! result (their text the reply's message, their data parts the `output` object), status texts
+//! are progress. The task's last state decides: `TASK_STATE_COMPLETED` is done;
 //! `FAILED` / `REJECTED` / `CANCELED` fail the sub-task; `INPUT_REQUIRED` (and `AUTH_REQUIRED`)
 //! become [`DispatchError::InputRequired`], a clarification continued on the same task and context
 //! by the next turn. The SSE frames are parsed by `eventsource-stream` (CRLF, `: ping` comments).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use ::a2a::{AgentCard, JsonRpcId, JsonRpcRequest, Message, Part, PartContent, Role, StreamResponse, Task, TaskState};
+use ::a2a::{
+    AgentCard, Artifact, JsonRpcId, JsonRpcRequest, Message, Part, PartContent, Role, StreamResponse, Task, TaskState,
+};
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
@@ -51,92 +54,128 @@ fn outgoing_message(body: &Value, remote: Option<&RemoteTask>) -> Message {
     message
 }
 
-/// Accumulates a task's outcome from responses.
+/// Folds a task's responses into one outcome. The task's *last* state decides: a stream may open
+/// with the stored task still `INPUT_REQUIRED` (a follow-up on a task that asked something) and
+/// go on to `WORKING` and `COMPLETED`. Artifacts are the result; status messages are progress
+/// (relayed), except the question of an `INPUT_REQUIRED` status and the text of the last status
+/// when there is no artifact.
 #[derive(Default)]
 struct Outcome {
-    texts: Vec<String>,
-    data: Map<String, Value>,
     task_id: String,
     context_id: String,
     state: Option<TaskState>,
+    /// The text of the latest status message (`""` when that status had none).
     status_text: String,
+    /// Data parts (objects) of the latest status message.
+    status_data: Map<String, Value>,
+    /// Artifacts by id, in order of first appearance (a direct message reply is one too).
+    artifacts: Vec<(String, Vec<Part>)>,
 }
 
 fn parts_text(parts: &[Part]) -> String {
-    parts.iter().filter_map(Part::as_text).collect::<Vec<_>>().join("\n")
+    parts.iter().filter_map(Part::as_text).filter(|t| !t.is_empty()).collect::<Vec<_>>().join("\n")
+}
+
+fn parts_data(parts: &[Part]) -> Map<String, Value> {
+    let mut data = Map::new();
+    for p in parts {
+        if let PartContent::Data(Value::Object(obj)) = &p.content {
+            data.extend(obj.clone());
+        }
+    }
+    data
 }
 
 impl Outcome {
-    fn task(&mut self, task: &Task, on_delta: Option<DeltaFn<'_>>) {
+    /// A task snapshot (a `SendMessage` result or a stream's `task` frame): its state, status and
+    /// artifacts as they are now. Nothing is relayed: a snapshot is not progress.
+    fn task(&mut self, task: &Task) {
         self.task_id.clone_from(&task.id);
         self.context_id.clone_from(&task.context_id);
-        for a in task.artifacts.iter().flatten() {
-            self.parts(&a.parts, on_delta);
-        }
-        self.status(task.status.state.clone(), task.status.message.as_ref(), on_delta);
+        self.artifacts = task.artifacts.iter().flatten().map(|a| (a.artifact_id.clone(), a.parts.clone())).collect();
+        self.status(task.status.state.clone(), task.status.message.as_ref(), None);
     }
 
-    fn parts(&mut self, parts: &[Part], on_delta: Option<DeltaFn<'_>>) {
-        for p in parts {
-            match &p.content {
-                PartContent::Text(t) if !t.is_empty() => {
-                    if let Some(f) = on_delta {
-                        f(t);
-                    }
-                    self.texts.push(t.clone());
-                }
-                PartContent::Data(Value::Object(obj)) => self.data.extend(obj.clone()),
-                _ => {}
-            }
+    /// An artifact (update): appended to the artifact of the same id when `append`, else it
+    /// replaces it. Its text is relayed.
+    fn artifact(&mut self, artifact: &Artifact, append: bool, on_delta: Option<DeltaFn<'_>>) {
+        let text = parts_text(&artifact.parts);
+        if let (Some(f), false) = (on_delta, text.is_empty()) {
+            f(&text);
+        }
+        match self.artifacts.iter_mut().find(|(id, _)| *id == artifact.artifact_id) {
+            Some((_, parts)) if append => parts.extend(artifact.parts.iter().cloned()),
+            Some((_, parts)) => parts.clone_from(&artifact.parts),
+            None => self.artifacts.push((artifact.artifact_id.clone(), artifact.parts.clone())),
         }
     }
 
+    /// A direct message reply: the result, and the task (if any) is done.
+    fn message(&mut self, message: &Message, on_delta: Option<DeltaFn<'_>>) {
+        let artifact = Artifact {
+            artifact_id: message.message_id.clone(),
+            name: None,
+            description: None,
+            parts: message.parts.clone(),
+            metadata: None,
+            extensions: None,
+        };
+        self.artifact(&artifact, false, on_delta);
+        self.state = Some(TaskState::Completed);
+    }
+
+    /// A status (update): the new state; its message text is relayed as progress.
     fn status(&mut self, state: TaskState, message: Option<&Message>, on_delta: Option<DeltaFn<'_>>) {
-        if let Some(m) = message {
-            let text = parts_text(&m.parts);
-            if !text.is_empty() {
-                if let Some(f) = on_delta {
-                    f(&text);
-                }
-                self.status_text = text;
-            }
-            for p in &m.parts {
-                if let PartContent::Data(Value::Object(obj)) = &p.content {
-                    self.data.extend(obj.clone());
-                }
-            }
+        self.status_text = message.map(|m| parts_text(&m.parts)).unwrap_or_default();
+        self.status_data = message.map(|m| parts_data(&m.parts)).unwrap_or_default();
+        if let (Some(f), false) = (on_delta, self.status_text.is_empty()) {
+            f(&self.status_text);
         }
         self.state = Some(state);
     }
 
     fn finish(self) -> Result<AgentReply, DispatchError> {
-        let message = if self.status_text.is_empty() {
-            self.texts.last().cloned().unwrap_or_default()
-        } else {
-            self.status_text.clone()
-        };
+        let result_text =
+            self.artifacts.iter().map(|(_, p)| parts_text(p)).filter(|t| !t.is_empty()).collect::<Vec<_>>().join("\n");
         match self.state {
             Some(TaskState::Completed) | None => {
-                let output = if self.data.is_empty() {
-                    json!({ "text": self.texts.join("\n") })
+                let message = if result_text.is_empty() { self.status_text } else { result_text };
+                let mut data = Map::new();
+                for (_, parts) in &self.artifacts {
+                    data.extend(parts_data(parts));
+                }
+                let output = if !data.is_empty() {
+                    Value::Object(data)
+                } else if !self.status_data.is_empty() {
+                    Value::Object(self.status_data)
                 } else {
-                    Value::Object(self.data)
+                    json!({ "text": message })
                 };
                 Ok(AgentReply { output, message })
             }
             Some(TaskState::InputRequired | TaskState::AuthRequired) => Err(DispatchError::InputRequired(RemoteTask {
                 task_id: self.task_id,
                 context_id: self.context_id,
-                question: message,
+                question: if self.status_text.is_empty() { result_text } else { self.status_text },
             })),
-            Some(other) => Err(DispatchError::Agent(format!("task ended {other:?}: {message}"))),
+            Some(other) => Err(DispatchError::Agent(format!("task ended {other:?}: {}", self.status_text))),
         }
     }
+}
 
-    fn is_final(&self) -> bool {
-        self.state
-            .as_ref()
-            .is_some_and(|s| s.is_terminal() || matches!(s, TaskState::InputRequired | TaskState::AuthRequired))
+/// `true` when a stream frame ends the task's stream: a direct message, or a status update that
+/// is terminal, interrupted (`INPUT_REQUIRED`, `AUTH_REQUIRED`) or marked `final` (as A2A 0.3
+/// servers do). A `task` frame never does: it may be the stored task republished at the start
+/// of a follow-up's stream, so only the last state decides.
+fn ends_stream(frame: &StreamResponse, raw: &Value) -> bool {
+    match frame {
+        StreamResponse::Message(_) => true,
+        StreamResponse::StatusUpdate(u) => {
+            u.status.state.is_terminal()
+                || matches!(u.status.state, TaskState::InputRequired | TaskState::AuthRequired)
+                || raw["statusUpdate"]["final"] == Value::Bool(true)
+        }
+        StreamResponse::Task(_) | StreamResponse::ArtifactUpdate(_) => false,
     }
 }
 
@@ -197,11 +236,8 @@ pub async fn call(
         }
         let mut outcome = Outcome::default();
         match serde_json::from_value::<::a2a::SendMessageResponse>(v["result"].clone()) {
-            Ok(::a2a::SendMessageResponse::Task(task)) => outcome.task(&task, None),
-            Ok(::a2a::SendMessageResponse::Message(m)) => {
-                outcome.parts(&m.parts, None);
-                outcome.state = Some(TaskState::Completed);
-            }
+            Ok(::a2a::SendMessageResponse::Task(task)) => outcome.task(&task),
+            Ok(::a2a::SendMessageResponse::Message(m)) => outcome.message(&m, None),
             Err(e) => return Err(DispatchError::Protocol(format!("SendMessage result: {e}"))),
         }
         return outcome.finish();
@@ -235,12 +271,11 @@ pub async fn call(
         }
         let frame: StreamResponse = serde_json::from_value(v["result"].clone())
             .map_err(|e| DispatchError::Protocol(format!("A2A frame: {e}")))?;
+        let last = ends_stream(&frame, &v["result"]);
         match frame {
-            StreamResponse::Task(task) => outcome.task(&task, Some(&relay)),
-            StreamResponse::Message(m) => {
-                outcome.parts(&m.parts, Some(&relay));
-                outcome.state = Some(TaskState::Completed);
-            }
+            // A snapshot, not progress: nothing in it is relayed.
+            StreamResponse::Task(task) => outcome.task(&task),
+            StreamResponse::Message(m) => outcome.message(&m, Some(&relay)),
             StreamResponse::StatusUpdate(u) => {
                 outcome.task_id = u.task_id;
                 outcome.context_id = u.context_id;
@@ -249,10 +284,10 @@ pub async fn call(
             StreamResponse::ArtifactUpdate(u) => {
                 outcome.task_id = u.task_id;
                 outcome.context_id = u.context_id;
-                outcome.parts(&u.artifact.parts, Some(&relay));
+                outcome.artifact(&u.artifact, u.append == Some(true), Some(&relay));
             }
         }
-        if outcome.is_final() {
+        if last {
             break;
         }
     }
