@@ -6,6 +6,7 @@ mod a2a;
 mod agui;
 mod api;
 mod chat;
+mod check_agent;
 mod config;
 mod conversation;
 mod durability;

@@ -26,7 +26,7 @@ use crate::planner::RemoteTask;
 use crate::registry::Agent;
 pub use card::{fetch_card, resolve_cards, CardCache};
 
-fn rpc_url(card: &AgentCard) -> Result<String, DispatchError> {
+pub(crate) fn rpc_url(card: &AgentCard) -> Result<String, DispatchError> {
     card.supported_interfaces
         .iter()
         .find(|i| i.protocol_binding.eq_ignore_ascii_case("JSONRPC"))
@@ -35,7 +35,7 @@ fn rpc_url(card: &AgentCard) -> Result<String, DispatchError> {
 }
 
 /// The A2A message for a sub-task request body (the shape of docs/sub-agent-protocol.md).
-fn outgoing_message(body: &Value, remote: Option<&RemoteTask>) -> Message {
+pub(crate) fn outgoing_message(body: &Value, remote: Option<&RemoteTask>) -> Message {
     let text = body["message"].as_str().unwrap_or_default().to_string();
     let mut data: Map<String, Value> = body["inputs"].as_object().cloned().unwrap_or_default();
     data.remove("message");
@@ -293,4 +293,37 @@ pub async fn cancel(
     if let Err(e) = result {
         tracing::warn!(agent = agent.id(), task = %remote.task_id, error = %e, "A2A CancelTask failed");
     }
+}
+
+/// What [`call`] makes of the results of one exchange, in order (a `SendMessage` result is one
+/// frame): the reply it would accept, or its error. For `switchboard check-agent`, which reads
+/// the frames itself to report on them.
+pub(crate) fn fold(frames: &[StreamResponse], streaming: bool) -> Result<AgentReply, DispatchError> {
+    let mut outcome = Outcome::default();
+    for frame in frames {
+        match frame {
+            StreamResponse::Task(task) => outcome.task(task, None),
+            StreamResponse::Message(m) => {
+                outcome.parts(&m.parts, None);
+                outcome.state = Some(TaskState::Completed);
+            }
+            StreamResponse::StatusUpdate(u) => {
+                outcome.task_id.clone_from(&u.task_id);
+                outcome.context_id.clone_from(&u.context_id);
+                outcome.status(u.status.state.clone(), u.status.message.as_ref(), None);
+            }
+            StreamResponse::ArtifactUpdate(u) => {
+                outcome.task_id.clone_from(&u.task_id);
+                outcome.context_id.clone_from(&u.context_id);
+                outcome.parts(&u.artifact.parts, None);
+            }
+        }
+        if outcome.is_final() {
+            break;
+        }
+    }
+    if streaming && outcome.state.is_none() {
+        return Err(DispatchError::Protocol("the A2A stream ended without a task state".into()));
+    }
+    outcome.finish()
 }
