@@ -348,3 +348,35 @@ fn the_binary_exits_nonzero_on_failure_and_prints_json() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no agent \"nobody\""));
 }
+
+#[test]
+fn every_template_card_pastes_into_the_repository_config_and_its_readme_shows_it() {
+    let templates = repo().join("examples/agents");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&templates).unwrap() {
+        let dir = entry.unwrap().path();
+        let card_path = dir.join("card.yaml");
+        if !card_path.exists() {
+            continue;
+        }
+        seen += 1;
+        let text = std::fs::read_to_string(&card_path).unwrap();
+        // Pasted under `agents:` of the repository's config, it validates (widgets, lists and
+        // all).
+        let card: Value = serde_yaml_ng::from_str(&text).unwrap();
+        let mut config = repo_config();
+        config["agents"].as_array_mut().unwrap().push(card);
+        let yaml = serde_yaml_ng::to_string(&config).unwrap();
+        let loaded = switchboard::config::load_from_str(&yaml, &repo().join("agents_config.yaml"), &repo(), &|_| None);
+        assert!(loaded.is_ok(), "{}: {}", card_path.display(), loaded.err().unwrap());
+        // The README shows the card as it is.
+        let body: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+        assert!(
+            readme.contains(body.join("\n").trim()),
+            "{}/README.md does not show card.yaml as it is",
+            dir.display()
+        );
+    }
+    assert_eq!(seen, 4, "expected four templates under examples/agents");
+}
