@@ -9,6 +9,7 @@ mod chat;
 mod check_agent;
 mod config;
 mod conversation;
+mod deploy;
 mod durability;
 mod faults;
 mod llm;
