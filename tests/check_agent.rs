@@ -255,12 +255,12 @@ async fn a_broken_a2a_agent_fails_card_version_and_state_checks() {
     tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
     let opts = CheckOptions { malformed_timeout: Duration::from_secs(1), ..CheckOptions::default() };
     let report = run(&card, base, Protocol::A2a, opts).await;
-    let card_check = check(&report, "card/a2a-card");
+    let card_check = check(&report, "card/card-fields");
     assert!(!card_check.passed && card_check.evidence.contains("`description` is empty"), "{}", card_check.evidence);
     assert!(card_check.evidence.contains("`skills` is empty"));
     let states = check(&report, "full/task-states");
     assert!(!states.passed && states.evidence.starts_with("FAILED"), "{}", states.evidence);
-    assert!(!check(&report, "version/a2a-version").passed);
+    assert!(!check(&report, "version/version-header").passed);
     assert!(!check(&report, "malformed/status").passed);
     assert!(check(&report, "full/jsonrpc").passed, "{}", report.render_text());
 }

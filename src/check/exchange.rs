@@ -364,11 +364,16 @@ impl Exchanger<'_> {
         };
         let (head, body) = match tokio::time::timeout(self.agent.timeout, exchange).await {
             Err(_) => {
-                checks.add("card", "a2a-card", false, format!("GET {url}: no reply within {}", ms(self.agent.timeout)));
+                checks.add(
+                    "card",
+                    "card-fields",
+                    false,
+                    format!("GET {url}: no reply within {}", ms(self.agent.timeout)),
+                );
                 return None;
             }
             Ok(Err(e)) => {
-                checks.add("card", "a2a-card", false, format!("GET {url}: {e}"));
+                checks.add("card", "card-fields", false, format!("GET {url}: {e}"));
                 return None;
             }
             Ok(Ok(r)) => r,
@@ -379,13 +384,13 @@ impl Exchanger<'_> {
                 head.status_text(),
                 head.content_type
             );
-            checks.add("card", "a2a-card", false, evidence);
+            checks.add("card", "card-fields", false, evidence);
             return None;
         }
         let card: AgentCard = match serde_json::from_slice(&body) {
             Ok(c) => c,
             Err(e) => {
-                checks.add("card", "a2a-card", false, format!("GET {url}: not an A2A 1.0 Agent Card: {e}"));
+                checks.add("card", "card-fields", false, format!("GET {url}: not an A2A 1.0 Agent Card: {e}"));
                 return None;
             }
         };
@@ -429,9 +434,9 @@ impl Exchanger<'_> {
             jsonrpc.map_or("-", |i| i.url.as_str())
         );
         if missing.is_empty() {
-            checks.add("card", "a2a-card", true, summary);
+            checks.add("card", "card-fields", true, summary);
         } else {
-            checks.add("card", "a2a-card", false, format!("{}; {summary}", missing.join("; ")));
+            checks.add("card", "card-fields", false, format!("{}; {summary}", missing.join("; ")));
         }
         jsonrpc.is_some().then_some(card)
     }
@@ -653,7 +658,7 @@ impl Exchanger<'_> {
                 }
             }
         };
-        checks.add("version", "a2a-version", passed, evidence);
+        checks.add("version", "version-header", passed, evidence);
     }
 
     /// The malformed request (`a2a`): truncated JSON to the JSON-RPC endpoint.

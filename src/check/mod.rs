@@ -4,7 +4,7 @@
 //! The agent is taken from a config ([`Target::config`] + id) or from a card file alone
 //! ([`Target::card`], for an agent not yet in a config); either way it goes through the config
 //! loader and the registry, so it is the same compiled [`Agent`] the supervisor would call.
-//! [`check_agent`] then sends it requests built from the card ([`inputs`]): cases `full`
+//! [`check_agent`] then sends it requests built from the card (`inputs.rs`): cases `full`
 //! (every input property; the semantic keys' `example`s first, then schema-valid values),
 //! `minimal` (required properties only: the missing-optional-field case) and `dependencies`
 //! (with a `context.dependencies` entry), a `malformed` request (truncated JSON, which must get a
@@ -187,7 +187,7 @@ pub struct Check {
     /// `supervisor`.
     pub case: String,
     /// What was checked: `inputs`, `status`, `content-type`, `reply`, `output-schema`,
-    /// `sse-framing`, `jsonrpc`, `task-states`, `latency`, `a2a-card`, `a2a-version`, `dispatch`.
+    /// `sse-framing`, `jsonrpc`, `task-states`, `latency`, `card-fields`, `version-header`, `dispatch`.
     pub check: String,
     /// `true` when it passed.
     pub passed: bool,
