@@ -24,13 +24,15 @@
 //! - [`events`]: the `ResponseState` event stream.
 //! - [`metrics`]: Prometheus metrics; [`logging`]: log output with PII masked.
 //! - [`api`]: the HTTP API and SSE rendering.
-//! - [`app`]: wiring for `serve` and `demo`; [`client`]: the `ask` terminal client.
+//! - [`app`]: wiring for `serve` and `demo`; [`client`]: the `ask` terminal client;
+//!   [`check`]: `check-agent`, a sub-agent's conformance check against its card.
 //!
 //! The sample sub-agents of `switchboard demo` live in the `switchboard-demo` crate
 //! (`crates/switchboard-demo`), linked only with the `demo` feature (on by default).
 
 pub mod api;
 pub mod app;
+pub mod check;
 pub mod client;
 pub mod config;
 pub mod conversation;

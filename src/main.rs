@@ -85,6 +85,31 @@ enum Command {
         #[arg(long, default_value = "agents_config.yaml")]
         config: PathBuf,
     },
+    /// Check that a sub-agent speaks the protocol its card promises; exit 0 only when all pass.
+    CheckAgent(CheckAgentArgs),
+}
+
+/// `check-agent ID [--config F]`, or `--card FILE --url URL --protocol P` for an agent not yet
+/// in a config.
+#[derive(clap::Args)]
+struct CheckAgentArgs {
+    /// The agent id in the config (with --card: replaces the card's id).
+    id: Option<String>,
+    /// The agents config holding the agent.
+    #[arg(long, default_value = "agents_config.yaml")]
+    config: PathBuf,
+    /// A file with one capability card (an `agents:` entry), for an agent not yet in a config.
+    #[arg(long)]
+    card: Option<PathBuf>,
+    /// Call this URL instead of the card's endpoint.url.
+    #[arg(long)]
+    url: Option<String>,
+    /// Use this protocol (http, sse, a2a) instead of the card's endpoint.protocol.
+    #[arg(long, value_parser = switchboard::check::parse_protocol)]
+    protocol: Option<switchboard::config::Protocol>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(clap::Args)]
@@ -162,6 +187,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::CheckAgent(args) => check_agent(args).await,
         Command::Ask { query, thread, url, user, slots } => {
             let opts = switchboard::client::AskOptions {
                 url,
@@ -268,4 +294,21 @@ fn print_start_error(e: app::StartError) -> anyhow::Error {
         app::StartError::Config(errors) => print_config_errors(errors),
         other => other.into(),
     }
+}
+
+async fn check_agent(args: CheckAgentArgs) -> anyhow::Result<ExitCode> {
+    use switchboard::check;
+    let target =
+        check::Target { id: args.id, config: args.config, card: args.card, url: args.url, protocol: args.protocol };
+    let agent = check::load_agent(&target).map_err(|e| match e {
+        check::SetupError::Config(errors) => print_config_errors(errors),
+        other => other.into(),
+    })?;
+    let report = check::check_agent(&agent, &check::CheckOptions::default()).await;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report.to_json())?);
+    } else {
+        print!("{}", report.render_text());
+    }
+    Ok(if report.passed { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -71,6 +71,7 @@ pub fn route(registry: &Registry, query: &str) -> (Vec<String>, Map<String, Valu
         previous: None,
         today: NaiveDate::from_ymd_opt(2026, 1, 1).unwrap_or_default(),
         plan_id: "routing_test",
+        lang: crate::text::Lang::detect(query),
     };
     let turn = planner::plan_turn(registry, input);
     match turn.decision {

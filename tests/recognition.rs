@@ -71,6 +71,7 @@ fn routed(reg: &Registry, query: &str) -> Vec<String> {
         previous: None,
         today: NaiveDate::from_ymd_opt(2026, 11, 23).unwrap(),
         plan_id: "eval",
+        lang: switchboard::text::Lang::detect(query),
     };
     let turn = planner::plan_turn(reg, input);
     match turn.decision {

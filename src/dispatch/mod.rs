@@ -175,7 +175,12 @@ fn accept(agent: &Agent, reply: AgentReply) -> Result<AgentReply, DispatchError>
 }
 
 /// A `POST` to the agent's endpoint with its configured headers, `traceparent` and `accept`.
-fn post(client: &reqwest::Client, agent: &Agent, traceparent: &str, accept: &str) -> reqwest::RequestBuilder {
+pub(crate) fn post(
+    client: &reqwest::Client,
+    agent: &Agent,
+    traceparent: &str,
+    accept: &str,
+) -> reqwest::RequestBuilder {
     client
         .post(agent.url.clone())
         .headers(agent.headers.clone())
@@ -184,13 +189,13 @@ fn post(client: &reqwest::Client, agent: &Agent, traceparent: &str, accept: &str
 }
 
 /// Parses a reply body.
-fn parse_reply(bytes: &[u8]) -> Result<AgentReply, DispatchError> {
+pub(crate) fn parse_reply(bytes: &[u8]) -> Result<AgentReply, DispatchError> {
     serde_json::from_slice(bytes)
         .map_err(|e| DispatchError::Protocol(format!("reply is not {{output, message}} JSON: {e}")))
 }
 
 /// Reads a whole body, failing once it exceeds `limit` bytes.
-async fn read_limited(resp: reqwest::Response, limit: usize) -> Result<Bytes, DispatchError> {
+pub(crate) async fn read_limited(resp: reqwest::Response, limit: usize) -> Result<Bytes, DispatchError> {
     if resp.content_length().is_some_and(|n| n as usize > limit) {
         return Err(DispatchError::TooLarge(limit));
     }
@@ -216,4 +221,36 @@ fn snippet(bytes: &[u8]) -> String {
 pub fn traceparent(trace_id: &str) -> String {
     let span = uuid::Uuid::new_v4().simple().to_string();
     format!("00-{trace_id}-{}-01", &span[..16])
+}
+
+/// Who a sub-task request is for: the ids of the request body (docs/sub-agent-protocol.md).
+#[derive(Debug, Clone, Copy)]
+pub struct RequestIds<'a> {
+    /// The sub-task id.
+    pub task_id: &'a str,
+    /// The plan id.
+    pub plan_id: &'a str,
+    /// The session id.
+    pub session_id: &'a str,
+    /// The user id.
+    pub user_id: &'a str,
+    /// The thread id.
+    pub thread_id: &'a str,
+}
+
+/// The request body of every protocol (docs/sub-agent-protocol.md, "Request"): `message` is
+/// `inputs.message`; `dependencies` maps each dependency's task id to its accepted output. Used
+/// by the executor and by `switchboard check-agent`.
+pub fn request_body(ids: RequestIds<'_>, inputs: Value, dependencies: serde_json::Map<String, Value>) -> Value {
+    let message = inputs.get("message").and_then(Value::as_str).unwrap_or_default().to_string();
+    serde_json::json!({
+        "task_id": ids.task_id,
+        "plan_id": ids.plan_id,
+        "session_id": ids.session_id,
+        "user_id": ids.user_id,
+        "thread_id": ids.thread_id,
+        "message": message,
+        "inputs": inputs,
+        "context": { "dependencies": dependencies },
+    })
 }

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
-use crate::dispatch::{traceparent, AgentReply, DispatchError, Dispatcher};
+use crate::dispatch::{request_body, traceparent, AgentReply, DispatchError, Dispatcher, RequestIds};
 use crate::events::{EventSink, Stage, StageEvent};
 use crate::planner::{TaskPlan, TaskStatus};
 use crate::registry::{Agent, Registry};
@@ -179,16 +179,14 @@ impl Executor {
         if !errors.is_empty() {
             return Err(DispatchError::InvalidInputs(errors.join("; ")));
         }
-        let body = json!({
-            "task_id": task.task_id,
-            "plan_id": plan.plan_id,
-            "session_id": ctx.session_id,
-            "user_id": ctx.user_id,
-            "thread_id": ctx.thread_id,
-            "message": task.inputs.get("message").and_then(Value::as_str).unwrap_or_default(),
-            "inputs": inputs,
-            "context": { "dependencies": dep_outputs },
-        });
+        let ids = RequestIds {
+            task_id: &task.task_id,
+            plan_id: &plan.plan_id,
+            session_id: &ctx.session_id,
+            user_id: &ctx.user_id,
+            thread_id: &ctx.thread_id,
+        };
+        let body = request_body(ids, inputs, dep_outputs);
         Ok((agent, body))
     }
 

@@ -29,7 +29,7 @@ use crate::planner::RemoteTask;
 use crate::registry::Agent;
 pub use card::{fetch_card, resolve_cards, CardCache};
 
-fn rpc_url(card: &AgentCard) -> Result<String, DispatchError> {
+pub(crate) fn rpc_url(card: &AgentCard) -> Result<String, DispatchError> {
     card.supported_interfaces
         .iter()
         .find(|i| i.protocol_binding.eq_ignore_ascii_case("JSONRPC"))
@@ -38,7 +38,7 @@ fn rpc_url(card: &AgentCard) -> Result<String, DispatchError> {
 }
 
 /// The A2A message for a sub-task request body (the shape of docs/sub-agent-protocol.md).
-fn outgoing_message(body: &Value, remote: Option<&RemoteTask>) -> Message {
+pub(crate) fn outgoing_message(body: &Value, remote: Option<&RemoteTask>) -> Message {
     let text = body["message"].as_str().unwrap_or_default().to_string();
     let mut data: Map<String, Value> = body["inputs"].as_object().cloned().unwrap_or_default();
     data.remove("message");
@@ -132,6 +132,25 @@ impl Outcome {
             f(&self.status_text);
         }
         self.state = Some(state);
+    }
+
+    /// One stream frame (a `SendMessage` result is one frame too).
+    fn apply(&mut self, frame: StreamResponse, on_delta: Option<DeltaFn<'_>>) {
+        match frame {
+            // A snapshot, not progress: nothing in it is relayed.
+            StreamResponse::Task(task) => self.task(&task),
+            StreamResponse::Message(m) => self.message(&m, on_delta),
+            StreamResponse::StatusUpdate(u) => {
+                self.task_id = u.task_id;
+                self.context_id = u.context_id;
+                self.status(u.status.state, u.status.message.as_ref(), on_delta);
+            }
+            StreamResponse::ArtifactUpdate(u) => {
+                self.task_id = u.task_id;
+                self.context_id = u.context_id;
+                self.artifact(&u.artifact, u.append == Some(true), on_delta);
+            }
+        }
     }
 
     fn finish(self) -> Result<AgentReply, DispatchError> {
@@ -272,21 +291,7 @@ pub async fn call(
         let frame: StreamResponse = serde_json::from_value(v["result"].clone())
             .map_err(|e| DispatchError::Protocol(format!("A2A frame: {e}")))?;
         let last = ends_stream(&frame, &v["result"]);
-        match frame {
-            // A snapshot, not progress: nothing in it is relayed.
-            StreamResponse::Task(task) => outcome.task(&task),
-            StreamResponse::Message(m) => outcome.message(&m, Some(&relay)),
-            StreamResponse::StatusUpdate(u) => {
-                outcome.task_id = u.task_id;
-                outcome.context_id = u.context_id;
-                outcome.status(u.status.state, u.status.message.as_ref(), Some(&relay));
-            }
-            StreamResponse::ArtifactUpdate(u) => {
-                outcome.task_id = u.task_id;
-                outcome.context_id = u.context_id;
-                outcome.artifact(&u.artifact, u.append == Some(true), Some(&relay));
-            }
-        }
+        outcome.apply(frame, Some(&relay));
         if last {
             break;
         }
@@ -328,4 +333,23 @@ pub async fn cancel(
     if let Err(e) = result {
         tracing::warn!(agent = agent.id(), task = %remote.task_id, error = %e, "A2A CancelTask failed");
     }
+}
+
+/// What [`call`] makes of the results of one exchange, in order (a `SendMessage` result is one
+/// frame): the reply it would accept, or its error. For `switchboard check-agent`, which reads
+/// the frames itself to report on them.
+pub(crate) fn fold(frames: &[StreamResponse], streaming: bool) -> Result<AgentReply, DispatchError> {
+    let mut outcome = Outcome::default();
+    for frame in frames {
+        let raw = serde_json::to_value(frame).unwrap_or_default();
+        let last = ends_stream(frame, &raw);
+        outcome.apply(frame.clone(), None);
+        if last {
+            break;
+        }
+    }
+    if streaming && outcome.state.is_none() {
+        return Err(DispatchError::Protocol("the A2A stream ended without a task state".into()));
+    }
+    outcome.finish()
 }
