@@ -11,7 +11,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::{json, Value};
-use switchboard::config::{AgentSpec, ConfigFile};
+use switchboard::config::{CapabilityCardSpec, ConfigFile};
 use switchboard::matching::Recognizer;
 
 const QUERIES: &[&str] = &[
@@ -29,7 +29,7 @@ const QUERIES: &[&str] = &[
     "你好",
 ];
 
-fn config(path: &str) -> (Vec<AgentSpec>, BTreeMap<String, Vec<String>>) {
+fn config(path: &str) -> (Vec<CapabilityCardSpec>, BTreeMap<String, Vec<String>>) {
     let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap();
     let file: ConfigFile = serde_yaml_ng::from_str(&text).unwrap();
     (file.agents, file.lists)
@@ -82,7 +82,7 @@ const ACTIONS: &[(&str, &str)] =
 
 /// `n` generated cards over 40 domains (8 themes x 5 regions), each with a name, description,
 /// keywords, examples and a semantic key (a pattern or a value list).
-fn generated(n: usize) -> Vec<AgentSpec> {
+fn generated(n: usize) -> Vec<CapabilityCardSpec> {
     (0..n)
         .map(|i| {
             let (theme, zh, en) = DOMAINS[i % DOMAINS.len()];
@@ -123,7 +123,7 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("recognize");
     group.throughput(Throughput::Elements(QUERIES.len() as u64));
     for (name, cards) in [("20_cards", &twenty), ("1000_cards", &thousand)] {
-        let refs: Vec<&AgentSpec> = cards.iter().collect();
+        let refs: Vec<&CapabilityCardSpec> = cards.iter().collect();
         let recognizer = Recognizer::new(&refs, &lists);
         recognizer.recognize("warm up"); // load the segmenter's dictionary outside the timing
         group.bench_function(format!("{name}/{}_queries", QUERIES.len()), |b| {
@@ -135,7 +135,7 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
-    let refs: Vec<&AgentSpec> = thousand.iter().collect();
+    let refs: Vec<&CapabilityCardSpec> = thousand.iter().collect();
     c.bench_function("compile/1000_cards", |b| b.iter(|| black_box(Recognizer::new(&refs, &lists))));
 }
 

@@ -82,7 +82,7 @@ pub fn route(registry: &Registry, query: &str) -> (Vec<String>, Map<String, Valu
                     keys.entry(k.clone()).or_insert_with(|| v.clone());
                 }
             }
-            (turn.intent.intent, keys)
+            (turn.intent.agents, keys)
         }
         _ => (Vec::new(), Map::new()),
     }

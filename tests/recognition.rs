@@ -75,7 +75,7 @@ fn routed(reg: &Registry, query: &str) -> Vec<String> {
     };
     let turn = planner::plan_turn(reg, input);
     match turn.decision {
-        Decision::Plan { .. } => turn.intent.intent,
+        Decision::Plan { .. } => turn.intent.agents,
         _ => Vec::new(),
     }
 }

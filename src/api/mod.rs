@@ -102,7 +102,7 @@ async fn metrics(State(state): State<AppState>) -> impl axum::response::IntoResp
 }
 
 /// A capability card as shown by the API: everything but secrets (headers, interpolated URL).
-fn card(state: &AppState, reg: &Registry, agent: &crate::registry::Agent) -> Value {
+fn card(state: &AppState, reg: &Registry, agent: &crate::registry::CapabilityCard) -> Value {
     let circuit = state.supervisor.executor.dispatcher().breakers.state(agent.id(), &reg.settings.circuit_breaker);
     let s = &agent.spec;
     json!({

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use super::{shorten, Case, CheckOptions, Checks};
 use crate::config::{card_url, Protocol};
 use crate::dispatch::{a2a as da2a, parse_reply, post, read_limited, traceparent, AgentReply, DispatchError};
-use crate::registry::Agent;
+use crate::registry::CapabilityCard;
 
 /// The body of the malformed-request probe: JSON cut short.
 pub const MALFORMED_BODY: &str = "{\"task_id\": \"check_agent_malformed\", \"inputs\": {\"message\": ";
@@ -27,7 +27,7 @@ const VERSION_NOT_SUPPORTED: i64 = -32009;
 
 pub(crate) struct Exchanger<'a> {
     pub(crate) client: &'a reqwest::Client,
-    pub(crate) agent: &'a Agent,
+    pub(crate) agent: &'a CapabilityCard,
     pub(crate) opts: &'a CheckOptions,
 }
 

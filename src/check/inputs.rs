@@ -9,7 +9,7 @@
 use regex_syntax::hir::{Class, Hir, HirKind};
 use serde_json::{json, Map, Value};
 
-use crate::registry::Agent;
+use crate::registry::CapabilityCard;
 
 /// How much of an object schema to fill.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub(crate) enum Fill {
 
 /// The `inputs` object for a case: `message` plus the semantic keys and the schema's other
 /// properties as `fill` says.
-pub(crate) fn inputs(agent: &Agent, fill: Fill, message: &str) -> Value {
+pub(crate) fn inputs(agent: &CapabilityCard, fill: Fill, message: &str) -> Value {
     let schema = agent.input_schema.as_ref();
     let generator = Generator { root: schema, fill };
     let mut out = match generator.value(schema, 0) {
@@ -45,7 +45,7 @@ fn is_required(schema: &Value, key: &str) -> bool {
 }
 
 /// The input-schema errors of `inputs`, each with its JSON pointer (empty when valid).
-pub(crate) fn input_errors(agent: &Agent, inputs: &Value) -> Vec<String> {
+pub(crate) fn input_errors(agent: &CapabilityCard, inputs: &Value) -> Vec<String> {
     agent
         .input_validator
         .iter_errors(inputs)

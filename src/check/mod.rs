@@ -3,7 +3,7 @@
 //!
 //! The agent is taken from a config ([`Target::config`] + id) or from a card file alone
 //! ([`Target::card`], for an agent not yet in a config); either way it goes through the config
-//! loader and the registry, so it is the same compiled [`Agent`] the supervisor would call.
+//! loader and the registry, so it is the same compiled [`CapabilityCard`] the supervisor would call.
 //! [`check_agent`] then sends it requests built from the card (`inputs.rs`): cases `full`
 //! (every input property; the semantic keys' `example`s first, then schema-valid values),
 //! `minimal` (required properties only: the missing-optional-field case) and `dependencies`
@@ -29,7 +29,7 @@ use serde_json::{json, Map, Value};
 
 use crate::config::{ConfigErrors, Protocol};
 use crate::dispatch::{request_body, DispatchLimits, Dispatcher, RequestIds};
-use crate::registry::{Agent, Registry};
+use crate::registry::{CapabilityCard, Registry};
 
 pub use exchange::MALFORMED_BODY;
 
@@ -78,7 +78,7 @@ pub fn parse_protocol(s: &str) -> Result<Protocol, String> {
 /// # Errors
 /// [`SetupError`] when the files cannot be read, the card or config is invalid, or the id is
 /// not in the config.
-pub fn load_agent(target: &Target) -> Result<Arc<Agent>, SetupError> {
+pub fn load_agent(target: &Target) -> Result<Arc<CapabilityCard>, SetupError> {
     let read = |path: &Path| -> Result<Value, SetupError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| SetupError::Other(format!("{}: cannot read: {e}", path.display())))?;
@@ -278,7 +278,7 @@ pub(crate) struct Case {
 
 /// The request cases for `agent`: `full`, `minimal`, `dependencies`. A case whose generated
 /// inputs fail the input schema is reported (check `inputs`) and left out.
-fn cases(agent: &Agent, checks: &mut Checks) -> Vec<Case> {
+fn cases(agent: &CapabilityCard, checks: &mut Checks) -> Vec<Case> {
     let examples = &agent.spec.examples;
     let message = |i: usize| {
         examples
@@ -335,7 +335,7 @@ fn cases(agent: &Agent, checks: &mut Checks) -> Vec<Case> {
 }
 
 /// Runs every check on `agent` and reports.
-pub async fn check_agent(agent: &Agent, opts: &CheckOptions) -> Report {
+pub async fn check_agent(agent: &CapabilityCard, opts: &CheckOptions) -> Report {
     let mut checks = Checks::default();
     let cases = cases(agent, &mut checks);
     let client = reqwest::Client::builder().connect_timeout(Duration::from_secs(5)).build().unwrap_or_default();
@@ -373,7 +373,7 @@ pub async fn check_agent(agent: &Agent, opts: &CheckOptions) -> Report {
 
 /// The `full` case once more, through the supervisor's own dispatcher (retries, timeout,
 /// acceptance): what a real turn would get.
-async fn supervisor_case(agent: &Agent, case: &Case, opts: &CheckOptions, checks: &mut Checks) {
+async fn supervisor_case(agent: &CapabilityCard, case: &Case, opts: &CheckOptions, checks: &mut Checks) {
     let dispatcher = Dispatcher::new(opts.limits);
     let trace = uuid::Uuid::new_v4().simple().to_string();
     let started = std::time::Instant::now();

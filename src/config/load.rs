@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::model::{config_json_schema, AgentSpec, ConfigFile, SchemaSource};
+use super::model::{config_json_schema, CapabilityCardSpec, ConfigFile, SchemaSource};
 use crate::text::{read_overrides, TextError, Texts};
 
 /// One problem in a config, with where it is.
@@ -64,9 +64,9 @@ pub struct ConfigErrors(pub Vec<ConfigError>);
 
 /// A capability card after validation: URL and headers interpolated, schemas read and compiled.
 #[derive(Debug, Clone)]
-pub struct ResolvedAgent {
+pub struct ResolvedCard {
     /// The card as written (headers still un-interpolated: safe to show).
-    pub spec: AgentSpec,
+    pub spec: CapabilityCardSpec,
     /// The endpoint URL with `${ENV}` interpolated.
     pub url: reqwest::Url,
     /// Extra headers with `${ENV}` interpolated. Secret: never shown.
@@ -101,7 +101,7 @@ pub struct LoadedConfig {
     /// The file as parsed.
     pub file: ConfigFile,
     /// One entry per `agents[]`, same order.
-    pub agents: Vec<ResolvedAgent>,
+    pub agents: Vec<ResolvedCard>,
     /// `widgets_map.json`: widget id -> descriptor.
     pub widgets: Map<String, Value>,
     /// The LLM prompt templates.
@@ -368,7 +368,7 @@ impl Checker<'_> {
         out.into_owned()
     }
 
-    fn agents(&mut self, file: &ConfigFile, widgets: Option<&Map<String, Value>>) -> Vec<Option<ResolvedAgent>> {
+    fn agents(&mut self, file: &ConfigFile, widgets: Option<&Map<String, Value>>) -> Vec<Option<ResolvedCard>> {
         let mut seen: HashSet<&str> = HashSet::new();
         let default_timeout = file.supervisor.default_agent_timeout.0;
         let mut out = Vec::with_capacity(file.agents.len());
@@ -438,7 +438,7 @@ impl Checker<'_> {
             }
             let ok = self.errors.len() == before;
             out.push(match (ok, url, input, output) {
-                (true, Some(url), Some(input_schema), Some(output_schema)) => Some(ResolvedAgent {
+                (true, Some(url), Some(input_schema), Some(output_schema)) => Some(ResolvedCard {
                     spec: agent.clone(),
                     url,
                     headers,
@@ -456,7 +456,7 @@ impl Checker<'_> {
     fn keys(
         &mut self,
         file: &ConfigFile,
-        agent: &AgentSpec,
+        agent: &CapabilityCardSpec,
         p: &str,
         input: Option<&Value>,
         widgets: Option<&Map<String, Value>>,

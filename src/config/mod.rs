@@ -11,9 +11,9 @@ pub mod model;
 
 pub use cards::card_url;
 pub use load::{
-    compile_schema, key_subschema, load, load_from_str, ConfigError, ConfigErrors, LoadedConfig, Prompts, ResolvedAgent,
+    compile_schema, key_subschema, load, load_from_str, ConfigError, ConfigErrors, LoadedConfig, Prompts, ResolvedCard,
 };
 pub use model::{
-    config_json_schema, AgentSpec, ConfigFile, EndpointSpec, ExtractSpec, HumanDuration, PlannerSettings, Protocol,
-    SchemaSource, SemanticKeySpec, SupervisorSettings, ValueType,
+    config_json_schema, CapabilityCardSpec, ConfigFile, EndpointSpec, ExtractSpec, HumanDuration, PlannerSettings,
+    Protocol, SchemaSource, SemanticKeySpec, SupervisorSettings, ValueType,
 };

@@ -35,7 +35,7 @@ pub struct ConfigFile {
     #[serde(default)]
     pub lists: BTreeMap<String, Vec<String>>,
     /// One capability card per sub-agent.
-    pub agents: Vec<AgentSpec>,
+    pub agents: Vec<CapabilityCardSpec>,
 }
 
 fn default_widgets_map() -> String {
@@ -155,7 +155,7 @@ impl Default for PlannerSettings {
 /// One capability card.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct AgentSpec {
+pub struct CapabilityCardSpec {
     /// Stable id, `[a-z0-9_]+`, unique in the file. Never shown to users.
     #[schemars(regex(pattern = r"^[a-z0-9_]+$"), length(min = 1, max = 64))]
     pub id: String,

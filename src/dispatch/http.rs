@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::{parse_reply, post, read_limited, snippet, AgentReply, DispatchError, DispatchLimits};
-use crate::registry::Agent;
+use crate::registry::CapabilityCard;
 
 /// One exchange. A non-200 status is [`DispatchError::Status`].
 ///
@@ -11,7 +11,7 @@ use crate::registry::Agent;
 /// [`DispatchError`] for transport failures, statuses, oversized or malformed replies.
 pub async fn call(
     client: &reqwest::Client,
-    agent: &Agent,
+    agent: &CapabilityCard,
     body: &Value,
     traceparent: &str,
     limits: DispatchLimits,

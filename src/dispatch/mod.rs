@@ -25,7 +25,7 @@ pub use error::DispatchError;
 
 use crate::config::Protocol;
 use crate::planner::RemoteTask;
-use crate::registry::Agent;
+use crate::registry::CapabilityCard;
 
 /// Size limits on what sub-agents send back.
 #[derive(Debug, Clone, Copy)]
@@ -60,7 +60,7 @@ pub type DeltaFn<'a> = &'a (dyn Fn(&str) + Send + Sync);
 pub struct Dispatcher {
     client: reqwest::Client,
     limits: DispatchLimits,
-    cards: std::sync::Arc<a2a::CardCache>,
+    cards: std::sync::Arc<a2a::AgentCardCache>,
     /// Per-agent circuit breakers.
     pub breakers: std::sync::Arc<breaker::Breakers>,
 }
@@ -93,7 +93,7 @@ impl Dispatcher {
     /// [`DispatchError`]; [`DispatchError::Rejected`] when the output fails the output schema.
     pub async fn dispatch(
         &self,
-        agent: &Agent,
+        agent: &CapabilityCard,
         body: &Value,
         remote: Option<&RemoteTask>,
         traceparent: &str,
@@ -114,13 +114,13 @@ impl Dispatcher {
     }
 
     /// Cancels an A2A task that asked for input (the user cancelled or switched intent).
-    pub async fn cancel_remote(&self, agent: &Agent, remote: &RemoteTask) {
+    pub async fn cancel_remote(&self, agent: &CapabilityCard, remote: &RemoteTask) {
         a2a::cancel(&self.client, &self.cards, agent, remote, self.limits).await;
     }
 
     async fn with_retries(
         &self,
-        agent: &Agent,
+        agent: &CapabilityCard,
         body: &Value,
         remote: Option<&RemoteTask>,
         traceparent: &str,
@@ -160,7 +160,7 @@ impl Dispatcher {
 }
 
 /// Checks the reply's `output` against the card's output schema.
-fn accept(agent: &Agent, reply: AgentReply) -> Result<AgentReply, DispatchError> {
+fn accept(agent: &CapabilityCard, reply: AgentReply) -> Result<AgentReply, DispatchError> {
     let errors: Vec<String> = agent
         .output_validator
         .iter_errors(&reply.output)
@@ -177,7 +177,7 @@ fn accept(agent: &Agent, reply: AgentReply) -> Result<AgentReply, DispatchError>
 /// A `POST` to the agent's endpoint with its configured headers, `traceparent` and `accept`.
 pub(crate) fn post(
     client: &reqwest::Client,
-    agent: &Agent,
+    agent: &CapabilityCard,
     traceparent: &str,
     accept: &str,
 ) -> reqwest::RequestBuilder {

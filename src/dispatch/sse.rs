@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{parse_reply, post, read_limited, snippet, AgentReply, DeltaFn, DispatchError, DispatchLimits};
-use crate::registry::Agent;
+use crate::registry::CapabilityCard;
 
 #[derive(Deserialize)]
 struct Delta {
@@ -45,7 +45,7 @@ impl std::fmt::Display for Source {
 /// [`DispatchError`]; a stream that ends without `result` is [`DispatchError::Protocol`].
 pub async fn call(
     client: &reqwest::Client,
-    agent: &Agent,
+    agent: &CapabilityCard,
     body: &Value,
     traceparent: &str,
     limits: DispatchLimits,

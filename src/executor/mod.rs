@@ -16,7 +16,7 @@ use tracing::Instrument;
 use crate::dispatch::{request_body, traceparent, AgentReply, DispatchError, Dispatcher, RequestIds};
 use crate::events::{EventSink, Stage, StageEvent};
 use crate::planner::{TaskPlan, TaskStatus};
-use crate::registry::{Agent, Registry};
+use crate::registry::{CapabilityCard, Registry};
 use crate::text::{Lang, Texts};
 
 /// Who and what a turn is about: passed to sub-agents and used for user-facing text.
@@ -148,7 +148,7 @@ impl Executor {
         deps: &[usize],
         i: usize,
         ctx: &TurnContext,
-    ) -> Result<(Arc<Agent>, Value), DispatchError> {
+    ) -> Result<(Arc<CapabilityCard>, Value), DispatchError> {
         let agent_id = plan.sub_tasks[i].assigned_agent.clone();
         let agent = registry
             .get(&agent_id)

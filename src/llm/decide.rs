@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::LlmPlanner;
 use crate::planner::proposal::build_from_proposal;
 use crate::planner::{
-    self, Decision, EscalationReason, IntentResult, Lang, PlanMode, SimpleIntent, TurnInput, TurnPlan,
+    self, Decision, EscalationReason, IntentResult, Lang, PlanMode, SimpleIntent, TurnDecision, TurnInput,
 };
 use crate::registry::Registry;
 use crate::session::HistoryEntry;
@@ -42,7 +42,7 @@ pub async fn decide(
     registry: &Registry,
     input: TurnInput<'_>,
     history: &[HistoryEntry],
-) -> (TurnPlan, PlannerMeta) {
+) -> (TurnDecision, PlannerMeta) {
     let Some(llm) = llm else {
         return (planner::plan_turn(registry, input), PlannerMeta::rule(None, false, None));
     };
@@ -82,7 +82,7 @@ async fn llm_decide(
     registry: &Registry,
     input: TurnInput<'_>,
     history: &[HistoryEntry],
-) -> Result<(Option<TurnPlan>, bool), String> {
+) -> Result<(Option<TurnDecision>, bool), String> {
     let (answer, cache_hit) =
         llm.recognize(registry, input.query, history, input.pending).await.map_err(|e| e.to_string())?;
     let mut agents: Vec<String> = Vec::new();
@@ -95,7 +95,7 @@ async fn llm_decide(
     let rewritten =
         if answer.rewritten_query.trim().is_empty() { input.query.to_string() } else { answer.rewritten_query.clone() };
     let mut intent = IntentResult {
-        intent: agents.clone(),
+        agents: agents.clone(),
         simple,
         confidence: answer.confidence,
         reason: answer.reason.clone(),
@@ -110,7 +110,7 @@ async fn llm_decide(
         _ => None,
     };
     if let Some(reason) = escalate {
-        return Ok((Some(TurnPlan { intent, decision: Decision::Escalate(reason) }), cache_hit));
+        return Ok((Some(TurnDecision { intent, decision: Decision::Escalate(reason) }), cache_hit));
     }
     let pending = input.pending.filter(|p| !p.is_empty());
     let new_agents = agents.iter().any(|a| !pending.is_some_and(|p| p.iter().any(|t| &t.assigned_agent == a)));
@@ -120,11 +120,11 @@ async fn llm_decide(
     if agents.is_empty() {
         let simple = simple.unwrap_or(SimpleIntent::OutOfScope);
         intent.simple = Some(simple);
-        return Ok((Some(TurnPlan { intent, decision: Decision::Direct(simple) }), cache_hit));
+        return Ok((Some(TurnDecision { intent, decision: Decision::Direct(simple) }), cache_hit));
     }
     let mode = if pending.is_some() { PlanMode::Rerouted } else { PlanMode::Fresh };
     let (plan, found) = model_plan(llm, registry, input, &agents, &rewritten, intent.lang).await?;
-    Ok((Some(TurnPlan { intent, decision: Decision::Plan { plan, found, mode } }), cache_hit))
+    Ok((Some(TurnDecision { intent, decision: Decision::Plan { plan, found, mode } }), cache_hit))
 }
 
 /// The model's plan for `agents`, validated by the rule planner's builder, with one repair.

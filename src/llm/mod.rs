@@ -29,7 +29,7 @@ pub use client::{ChatClient, LlmError, LlmSettings, Message};
 use crate::matching::{find_term, normalize, Term};
 use crate::planner::proposal::ProposedPlan;
 use crate::planner::{SubTask, TaskPlan, TaskStatus};
-use crate::registry::{Agent, Registry};
+use crate::registry::{CapabilityCard, Registry};
 use crate::session::HistoryEntry;
 
 /// The model's intent answer (docs/planning.md).
@@ -167,7 +167,8 @@ impl LlmPlanner {
         slots: &serde_json::Map<String, Value>,
         repair: Option<(&str, &[String])>,
     ) -> Result<(ProposedPlan, String), LlmError> {
-        let chosen: Vec<&Agent> = agents.iter().filter_map(|id| registry.get_enabled(id).map(AsRef::as_ref)).collect();
+        let chosen: Vec<&CapabilityCard> =
+            agents.iter().filter_map(|id| registry.get_enabled(id).map(AsRef::as_ref)).collect();
         let system = registry
             .prompts
             .plan
@@ -247,8 +248,8 @@ pub fn summary_request(registry: &Registry, query: &str, plan: &TaskPlan) -> Str
 /// The capability cards that go into a prompt: all enabled ones, or, past
 /// `planner.max_cards_in_prompt`, the best by lexical score (keyword and name hits weigh 3, each
 /// query character or word found in the description or examples weighs 1), in config order.
-pub fn select_cards<'a>(registry: &'a Registry, query: &str) -> Vec<&'a Agent> {
-    let enabled: Vec<&Agent> = registry.enabled().map(AsRef::as_ref).collect();
+pub fn select_cards<'a>(registry: &'a Registry, query: &str) -> Vec<&'a CapabilityCard> {
+    let enabled: Vec<&CapabilityCard> = registry.enabled().map(AsRef::as_ref).collect();
     let max = registry.planner.max_cards_in_prompt.max(1) as usize;
     if enabled.len() <= max {
         return enabled;
@@ -277,7 +278,7 @@ pub fn select_cards<'a>(registry: &'a Registry, query: &str) -> Vec<&'a Agent> {
     keep.into_iter().map(|i| enabled[i]).collect()
 }
 
-fn render_cards(agents: &[&Agent], with_schema: bool) -> String {
+fn render_cards(agents: &[&CapabilityCard], with_schema: bool) -> String {
     agents
         .iter()
         .map(|a| {

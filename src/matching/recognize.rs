@@ -34,7 +34,7 @@ use serde::Serialize;
 
 use super::terms::{find_term, normalize, Term};
 use super::tokenize::{analyze_normalized, words, Normalized, TokKind, Token};
-use crate::config::{AgentSpec, ExtractSpec, ValueType};
+use crate::config::{CapabilityCardSpec, ExtractSpec, ValueType};
 
 /// Past this many cards, cards with a `domain` are pre-selected by domain.
 pub const DOMAIN_GATE: usize = 30;
@@ -287,7 +287,7 @@ impl std::fmt::Debug for Recognizer {
 }
 
 /// A card to compile: its spec (name, description, keywords, examples, domain, keys).
-pub type CardInput<'a> = &'a AgentSpec;
+pub type CardInput<'a> = &'a CapabilityCardSpec;
 
 impl Recognizer {
     /// Compiles the recognizer over `cards` (the enabled, available ones), resolving
@@ -1105,8 +1105,8 @@ mod tests {
 "#;
 
     fn recognizer(yaml: &str) -> Recognizer {
-        let specs: Vec<AgentSpec> = serde_yaml_ng::from_str(yaml).unwrap();
-        let refs: Vec<&AgentSpec> = specs.iter().collect();
+        let specs: Vec<CapabilityCardSpec> = serde_yaml_ng::from_str(yaml).unwrap();
+        let refs: Vec<&CapabilityCardSpec> = specs.iter().collect();
         let lists = BTreeMap::from([(
             "cities".to_string(),
             vec!["北京".to_string(), "上海".to_string(), "Shanghai".to_string()],

@@ -58,8 +58,9 @@ pub struct Previous<'a> {
 /// The recognized intents of a turn (`intent_done` metadata).
 #[derive(Debug, Clone, Serialize)]
 pub struct IntentResult {
-    /// Agent ids, in order of mention.
-    pub intent: Vec<String>,
+    /// Ids of the capability cards recognized, in order of mention (`intent` on the wire).
+    #[serde(rename = "intent")]
+    pub agents: Vec<String>,
     /// A simple intent, if one was recognized.
     pub simple: Option<SimpleIntent>,
     /// The lowest confidence of the recognized cards; 1.0 for a simple intent, 0.3 for nothing.
@@ -130,18 +131,18 @@ pub enum Decision {
 
 /// The planner's answer for one turn.
 #[derive(Debug, Clone)]
-pub struct TurnPlan {
+pub struct TurnDecision {
     /// Intent recognition.
     pub intent: IntentResult,
     /// What to do.
     pub decision: Decision,
 }
 
-impl TurnPlan {
+impl TurnDecision {
     /// The decision for an explicit cancel from the client (no recognition needed).
     pub fn cancel(query: &str, lang: Lang) -> Self {
         let intent = IntentResult {
-            intent: Vec::new(),
+            agents: Vec::new(),
             simple: None,
             confidence: 1.0,
             reason: "cancelled by the client".into(),
@@ -162,7 +163,7 @@ impl TurnPlan {
 /// 3. without one: cancel words are acknowledged; matched agents are planned; a turn that only
 ///    brings new values for the previous intent's keys re-runs that intent (ellipsis);
 /// 4. simple intents are answered; anything else is out of scope.
-pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnPlan {
+pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
     let lang = input.lang;
     let lower = input.query.to_lowercase();
     let recognition = intent::recognize(registry, input.query);
@@ -170,7 +171,7 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnPlan {
     let simple = intent::simple_intent(&lower);
     let cancel = intent::is_cancel(&lower);
     let mut result = IntentResult {
-        intent: hits.iter().map(|(_, id)| id.clone()).collect(),
+        agents: hits.iter().map(|(_, id)| id.clone()).collect(),
         simple,
         confidence: match recognition.selected.iter().map(|s| s.confidence).reduce(f32::min) {
             Some(c) => c,
@@ -187,7 +188,7 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnPlan {
         KeySources { text: input.query, slots: input.slots, session_slots: input.session_slots, today: input.today };
     let decide = |mut result: IntentResult, reason: &str, decision: Decision| {
         result.reason = reason.to_string();
-        TurnPlan { intent: result, decision }
+        TurnDecision { intent: result, decision }
     };
 
     match simple {
@@ -205,7 +206,7 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnPlan {
         let names_other_agent = hits.iter().any(|(_, id)| !pending_agents.contains(&id.as_str()));
         if names_other_agent {
             let plan = fresh_plan(registry, &hits, input.query, src, input.plan_id, lang);
-            let reason = format!("intent switch to {}", result.intent.join(", "));
+            let reason = format!("intent switch to {}", result.agents.join(", "));
             return decide(result, &reason, Decision::Plan { plan: plan.0, found: plan.1, mode: PlanMode::Rerouted });
         }
         if cancel {
@@ -233,7 +234,7 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnPlan {
                 .collect();
             if !candidates.is_empty() {
                 let plan_id = input.pending_plan_id.unwrap_or(input.plan_id).to_string();
-                result.intent = candidates.iter().map(|c| c.agent.spec.id.clone()).collect();
+                result.agents = candidates.iter().map(|c| c.agent.spec.id.clone()).collect();
                 result.resumes_pending = true;
                 let reason = if supplies {
                     "the turn supplies values for the pending clarification"
@@ -251,13 +252,13 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnPlan {
 
     if !hits.is_empty() {
         let (plan, found) = fresh_plan(registry, &hits, input.query, src, input.plan_id, lang);
-        let reason = format!("recognized: {}", result.intent.join(", "));
+        let reason = format!("recognized: {}", result.agents.join(", "));
         return decide(result, &reason, Decision::Plan { plan, found, mode: PlanMode::Fresh });
     }
 
     if let Some(prev) = input.previous.filter(|_| simple.is_none()) {
         if let Some((rewritten, candidates)) = elliptical(registry, prev, input.query, src) {
-            result.intent = candidates.iter().map(|c| c.agent.spec.id.clone()).collect();
+            result.agents = candidates.iter().map(|c| c.agent.spec.id.clone()).collect();
             result.rewritten_query = rewritten;
             let reasoning = "rule planner: elliptical follow-up of the previous intent".to_string();
             let (plan, found) = plan::build(registry.texts(), candidates, src, input.plan_id, lang, reasoning);

@@ -14,7 +14,7 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::registry::{Agent, KeyDef};
+use crate::registry::{CapabilityCard, KeyDef};
 use crate::text::{Lang, Texts};
 
 /// Lifecycle of a sub-task.
@@ -184,7 +184,7 @@ pub struct Candidate {
     /// Existing task id when resuming; a new one is made otherwise.
     pub task_id: Option<String>,
     /// The agent.
-    pub agent: Arc<Agent>,
+    pub agent: Arc<CapabilityCard>,
     /// Known inputs (at least `message`).
     pub inputs: Map<String, Value>,
     /// Indices of candidates this one must wait for (besides data-flow edges).

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::plan::{self, coerce, topo_order, Candidate, KeySources, TaskPlan};
-use crate::registry::{Agent, Registry};
+use crate::registry::{CapabilityCard, Registry};
 use crate::text::Lang;
 
 /// A model's plan (the JSON asked for by `prompts/plan.md`).
@@ -117,7 +117,7 @@ fn check_graph(proposal: &ProposedPlan) -> (Vec<BTreeSet<usize>>, Vec<String>) {
 /// the agent's input schema (values of semantic keys are remembered in `found`; a value the
 /// frontend sent in `slots` wins over the model's). Misfits are problems.
 fn proposed_inputs(
-    agent: &Agent,
+    agent: &CapabilityCard,
     t: &ProposedTask,
     src: KeySources<'_>,
     message: &str,

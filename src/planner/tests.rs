@@ -38,7 +38,7 @@ struct Ctx {
     previous: Option<(Vec<String>, String)>,
 }
 
-fn decide(reg: &Registry, query: &str, ctx: &Ctx) -> TurnPlan {
+fn decide(reg: &Registry, query: &str, ctx: &Ctx) -> TurnDecision {
     let input = TurnInput {
         query,
         slots: &ctx.slots,

@@ -17,8 +17,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::config::{
-    compile_schema, key_subschema, AgentSpec, ConfigError, ConfigErrors, LoadedConfig, PlannerSettings, Prompts,
-    Protocol, SemanticKeySpec, SupervisorSettings,
+    compile_schema, key_subschema, CapabilityCardSpec, ConfigError, ConfigErrors, LoadedConfig, PlannerSettings,
+    Prompts, Protocol, SemanticKeySpec, SupervisorSettings,
 };
 use crate::matching::{Extractor, Recognizer, TermMatcher};
 use crate::text::Texts;
@@ -50,9 +50,9 @@ impl KeyDef {
 
 /// A capability card, validated and compiled.
 #[derive(Debug)]
-pub struct Agent {
+pub struct CapabilityCard {
     /// The card as written (`${ENV}` not interpolated: safe to show).
-    pub spec: AgentSpec,
+    pub spec: CapabilityCardSpec,
     /// Endpoint URL, interpolated.
     pub url: reqwest::Url,
     /// Extra headers, interpolated. Secret.
@@ -75,7 +75,7 @@ pub struct Agent {
     pub unavailable: Option<String>,
 }
 
-impl Agent {
+impl CapabilityCard {
     /// The agent id.
     pub fn id(&self) -> &str {
         &self.spec.id
@@ -118,7 +118,7 @@ pub struct Registry {
     pub sources: Vec<std::path::PathBuf>,
     /// The intent recognizer over the enabled, available cards, compiled for this snapshot.
     pub recognizer: Recognizer,
-    agents: Vec<Arc<Agent>>,
+    agents: Vec<Arc<CapabilityCard>>,
     index: HashMap<String, usize>,
 }
 
@@ -167,7 +167,7 @@ impl Registry {
             }
             let spec = &resolved.spec;
             let matcher = TermMatcher::new(spec.keywords.iter().chain([&spec.name]), &spec.examples);
-            agents.push(Arc::new(Agent {
+            agents.push(Arc::new(CapabilityCard {
                 input_validator: compile(&resolved.input_schema, format!("/agents/{i}/input_schema"))?,
                 output_validator: compile(&resolved.output_schema, format!("/agents/{i}/output_schema"))?,
                 matcher,
@@ -182,7 +182,7 @@ impl Registry {
             }));
         }
         let index = agents.iter().enumerate().map(|(i, a)| (a.spec.id.clone(), i)).collect();
-        let usable: Vec<&AgentSpec> =
+        let usable: Vec<&CapabilityCardSpec> =
             agents.iter().filter(|a| a.spec.enabled && a.unavailable.is_none()).map(|a| &a.spec).collect();
         let recognizer = Recognizer::new(&usable, &loaded.file.lists);
         Ok(Self {
@@ -208,22 +208,22 @@ impl Registry {
     }
 
     /// Every agent, enabled or not, in config order.
-    pub fn agents(&self) -> &[Arc<Agent>] {
+    pub fn agents(&self) -> &[Arc<CapabilityCard>] {
         &self.agents
     }
 
     /// Enabled and available agents in config order: the only ones planned.
-    pub fn enabled(&self) -> impl Iterator<Item = &Arc<Agent>> {
+    pub fn enabled(&self) -> impl Iterator<Item = &Arc<CapabilityCard>> {
         self.agents.iter().filter(|a| a.spec.enabled && a.unavailable.is_none())
     }
 
     /// An agent by id, enabled or not.
-    pub fn get(&self, id: &str) -> Option<&Arc<Agent>> {
+    pub fn get(&self, id: &str) -> Option<&Arc<CapabilityCard>> {
         self.index.get(id).map(|&i| &self.agents[i])
     }
 
     /// An enabled and available agent by id.
-    pub fn get_enabled(&self, id: &str) -> Option<&Arc<Agent>> {
+    pub fn get_enabled(&self, id: &str) -> Option<&Arc<CapabilityCard>> {
         self.get(id).filter(|a| a.spec.enabled && a.unavailable.is_none())
     }
 }
@@ -366,7 +366,7 @@ impl RegistryHandle {
 }
 
 fn diff(old: &Registry, new: &Registry) -> (Vec<String>, Vec<String>, Vec<String>) {
-    let card = |a: &Agent| serde_json::to_string(&a.spec).unwrap_or_default();
+    let card = |a: &CapabilityCard| serde_json::to_string(&a.spec).unwrap_or_default();
     let added = new.agents.iter().filter(|a| old.get(a.id()).is_none()).map(|a| a.spec.id.clone()).collect();
     let removed = old.agents.iter().filter(|a| new.get(a.id()).is_none()).map(|a| a.spec.id.clone()).collect();
     let changed = new

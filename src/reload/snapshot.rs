@@ -1,12 +1,12 @@
 //! The one load pipeline, used at start-up and by every reload: read and validate the files off
 //! the async runtime ([`crate::config::load()`]), then fill card-registered `a2a` agents from their
-//! Agent Cards ([`crate::dispatch::a2a::resolve_cards`]). Compiling the result into a
+//! Agent Cards ([`crate::dispatch::a2a::resolve_agent_cards`]). Compiling the result into a
 //! [`crate::registry::Registry`] is the registry's job.
 
 use std::path::Path;
 
 use crate::config::{ConfigError, ConfigErrors, LoadedConfig};
-use crate::dispatch::a2a::resolve_cards;
+use crate::dispatch::a2a::resolve_agent_cards;
 use crate::dispatch::DispatchLimits;
 use crate::registry::{Registry, RegistryHandle};
 
@@ -26,7 +26,7 @@ pub async fn load_snapshot(path: &Path) -> Result<LoadedConfig, ConfigErrors> {
             message: format!("config loader failed: {e}"),
         }])
     })??;
-    resolve_cards(&mut loaded, DispatchLimits::default()).await;
+    resolve_agent_cards(&mut loaded, DispatchLimits::default()).await;
     Ok(loaded)
 }
 

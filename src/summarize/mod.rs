@@ -132,7 +132,8 @@ pub fn blocked_text(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String 
 /// their domain (in first-seen order) when cards declare one.
 fn capabilities(registry: &Registry, lang: Lang) -> String {
     let texts = registry.texts();
-    let line = |a: &crate::registry::Agent| texts.get(lang, "list-item", &[("text", a.task_description().into())]);
+    let line =
+        |a: &crate::registry::CapabilityCard| texts.get(lang, "list-item", &[("text", a.task_description().into())]);
     if registry.enabled().all(|a| a.spec.domain.is_none()) {
         return registry.enabled().map(|a| line(a)).collect::<Vec<_>>().join("\n");
     }

@@ -11,7 +11,7 @@ use crate::conversation::{PlanOutcome, Policy, Round};
 use crate::events::{EscalationCard, EventSink, Stage, StageEvent};
 use crate::llm::decide::{decide, PlannerMeta};
 use crate::planner::{
-    Decision, EscalationReason, Lang, PlanMode, Previous, SubTask, TaskPlan, TaskStatus, TurnInput, TurnPlan,
+    Decision, EscalationReason, Lang, PlanMode, Previous, SubTask, TaskPlan, TaskStatus, TurnDecision, TurnInput,
 };
 use crate::registry::Registry;
 use crate::session::Session;
@@ -58,7 +58,7 @@ impl Supervisor {
         }
         let (turn, meta) = if t.req.cancel {
             (
-                TurnPlan::cancel(&t.req.query, t.lang),
+                TurnDecision::cancel(&t.req.query, t.lang),
                 PlannerMeta::rule(Some("cancelled by the client".into()), false, None),
             )
         } else {
@@ -97,7 +97,7 @@ impl Supervisor {
     }
 
     /// The planner's decision (the model's in LLM mode) for this turn of `session`.
-    async fn decide_turn(&self, t: &TurnCtx<'_>, session: &Session) -> (TurnPlan, PlannerMeta) {
+    async fn decide_turn(&self, t: &TurnCtx<'_>, session: &Session) -> (TurnDecision, PlannerMeta) {
         let conv = &session.conversation;
         let plan_id = format!("plan_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         let pending = conv.pending();
@@ -123,7 +123,7 @@ impl Supervisor {
     }
 
     /// The `intent_done` event: what was understood, by which planner.
-    fn emit_intent_done(&self, t: &TurnCtx<'_>, turn: &TurnPlan, meta: &PlannerMeta, expired: bool) {
+    fn emit_intent_done(&self, t: &TurnCtx<'_>, turn: &TurnDecision, meta: &PlannerMeta, expired: bool) {
         let mode = match &turn.decision {
             Decision::Plan { mode, .. } => Some(*mode),
             _ => None,

@@ -1,5 +1,5 @@
 //! Agent Cards of `a2a` sub-agents: fetched with the response-size limit of every dispatch,
-//! cached for [`CARD_TTL`] for calls, and read afresh at every config load by [`resolve_cards`]
+//! cached for [`CARD_TTL`] for calls, and read afresh at every config load by [`resolve_agent_cards`]
 //! (A2A agents registered by their card: name, description, keywords and examples not written in
 //! the config come from the card; see docs/config.md).
 //!
@@ -24,7 +24,7 @@ pub const CARD_TTL: Duration = Duration::from_secs(300);
 
 /// Agent Cards by card URL.
 #[derive(Debug, Default)]
-pub struct CardCache {
+pub struct AgentCardCache {
     cards: std::sync::Mutex<std::collections::HashMap<String, (Instant, Arc<AgentCard>)>>,
 }
 
@@ -32,9 +32,9 @@ pub struct CardCache {
 ///
 /// # Errors
 /// [`DispatchError`] when it cannot be fetched or parsed.
-pub async fn fetch_card(
+pub async fn fetch_agent_card(
     client: &reqwest::Client,
-    cache: &CardCache,
+    cache: &AgentCardCache,
     url: &str,
     limits: DispatchLimits,
 ) -> Result<Arc<AgentCard>, DispatchError> {
@@ -43,7 +43,7 @@ pub async fn fetch_card(
             return Ok(card);
         }
     }
-    let card = Arc::new(fetch_card_fresh(client, url, limits).await?);
+    let card = Arc::new(fetch_agent_card_fresh(client, url, limits).await?);
     if let Ok(mut c) = cache.cards.lock() {
         c.insert(url.to_string(), (Instant::now(), card.clone()));
     }
@@ -55,7 +55,7 @@ pub async fn fetch_card(
 ///
 /// # Errors
 /// [`DispatchError`] when it cannot be fetched or parsed.
-pub async fn fetch_card_fresh(
+pub async fn fetch_agent_card_fresh(
     client: &reqwest::Client,
     url: &str,
     limits: DispatchLimits,
@@ -74,7 +74,7 @@ pub async fn fetch_card_fresh(
 
 /// Fills card-registered `a2a` agents from their cards; marks unreachable ones unavailable and
 /// folds the cards into the config hash (a changed card is a new registry version).
-pub async fn resolve_cards(loaded: &mut LoadedConfig, limits: DispatchLimits) {
+pub async fn resolve_agent_cards(loaded: &mut LoadedConfig, limits: DispatchLimits) {
     let client = reqwest::Client::builder().timeout(CARD_TIMEOUT).build().unwrap_or_default();
     let mut hasher = Sha256::new();
     hasher.update(loaded.hash.as_bytes());
@@ -86,7 +86,7 @@ pub async fn resolve_cards(loaded: &mut LoadedConfig, limits: DispatchLimits) {
         }
         fetched = true;
         let url = card_url(&agent.url);
-        let result = fetch_card_fresh(&client, &url, limits).await.map_err(|e| e.to_string());
+        let result = fetch_agent_card_fresh(&client, &url, limits).await.map_err(|e| e.to_string());
         match result {
             Ok(card) => {
                 hasher.update(serde_json::to_string(&card).unwrap_or_default().as_bytes());

@@ -26,8 +26,8 @@ use crate::config::card_url;
 
 pub mod card;
 use crate::planner::RemoteTask;
-use crate::registry::Agent;
-pub use card::{fetch_card, resolve_cards, CardCache};
+use crate::registry::CapabilityCard;
+pub use card::{fetch_agent_card, resolve_agent_cards, AgentCardCache};
 
 pub(crate) fn rpc_url(card: &AgentCard) -> Result<String, DispatchError> {
     card.supported_interfaces
@@ -211,8 +211,8 @@ fn rpc_error(v: &Value) -> Option<DispatchError> {
 #[allow(clippy::too_many_arguments)]
 pub async fn call(
     client: &reqwest::Client,
-    cards: &CardCache,
-    agent: &Agent,
+    cards: &AgentCardCache,
+    agent: &CapabilityCard,
     body: &Value,
     remote: Option<&RemoteTask>,
     traceparent: &str,
@@ -220,7 +220,7 @@ pub async fn call(
     on_delta: DeltaFn<'_>,
     relayed: &AtomicBool,
 ) -> Result<AgentReply, DispatchError> {
-    let card = fetch_card(client, cards, &card_url(&agent.url), limits).await?;
+    let card = fetch_agent_card(client, cards, &card_url(&agent.url), limits).await?;
     let url = rpc_url(&card)?;
     let streaming = card.capabilities.streaming.unwrap_or(false);
     let params = json!({ "message": outgoing_message(body, remote) });
@@ -305,13 +305,13 @@ pub async fn call(
 /// Asks the agent to cancel `remote` (`CancelTask`). Best effort: failures are logged.
 pub async fn cancel(
     client: &reqwest::Client,
-    cards: &CardCache,
-    agent: &Agent,
+    cards: &AgentCardCache,
+    agent: &CapabilityCard,
     remote: &RemoteTask,
     limits: DispatchLimits,
 ) {
     let result = async {
-        let card = fetch_card(client, cards, &card_url(&agent.url), limits).await?;
+        let card = fetch_agent_card(client, cards, &card_url(&agent.url), limits).await?;
         let url = rpc_url(&card)?;
         let request = JsonRpcRequest::new(
             JsonRpcId::String(uuid::Uuid::new_v4().to_string()),
