@@ -85,7 +85,7 @@ fn routed(reg: &Registry, query: &str) -> Vec<String> {
 fn old_matcher(reg: &Registry, query: &str) -> Vec<String> {
     let lower = query.to_lowercase();
     let normalized = normalize(query);
-    reg.enabled().filter(|a| a.matcher.find(&lower, &normalized).is_some()).map(|a| a.spec.id.clone()).collect()
+    reg.enabled().filter(|a| a.matcher.find(&lower, &normalized).is_some()).map(|a| a.spec.id.to_string()).collect()
 }
 
 pub(crate) fn evaluate(set_file: &str) -> Report {

@@ -94,7 +94,7 @@ async fn metrics(State(state): State<AppState>) -> impl axum::response::IntoResp
                 crate::dispatch::breaker::CircuitState::HalfOpen => 1.0,
                 crate::dispatch::breaker::CircuitState::Open => 2.0,
             };
-            (a.spec.id.clone(), value)
+            (a.spec.id.to_string(), value)
         })
         .collect();
     crate::metrics::config_version(reg.version);

@@ -14,6 +14,6 @@ pub use load::{
     compile_schema, key_subschema, load, load_from_str, ConfigError, ConfigErrors, LoadedConfig, Prompts, ResolvedCard,
 };
 pub use model::{
-    config_json_schema, CapabilityCardSpec, ConfigFile, EndpointSpec, ExtractSpec, HumanDuration, PlannerSettings,
-    Protocol, SchemaSource, SemanticKeySpec, SupervisorSettings, ValueType,
+    config_json_schema, AgentId, CapabilityCardSpec, ConfigFile, EndpointSpec, ExtractSpec, HumanDuration,
+    PlannerSettings, Protocol, SchemaSource, SemanticKeySpec, SupervisorSettings, ValueType,
 };

@@ -152,13 +152,96 @@ impl Default for PlannerSettings {
     }
 }
 
+/// The id of a capability card: `[a-z0-9_]+`, 1-64 characters (checked on deserialize, so a
+/// card with another id never loads), unique in the file. Reads as a `&str`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct AgentId(String);
+
+impl JsonSchema for AgentId {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "AgentId".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "pattern": "^[a-z0-9_]+$", "minLength": 1, "maxLength": 64 })
+    }
+}
+
+impl TryFrom<String> for AgentId {
+    type Error = String;
+
+    fn try_from(id: String) -> Result<Self, String> {
+        let ok = (1..=64).contains(&id.len())
+            && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if ok {
+            Ok(Self(id))
+        } else {
+            Err(format!("agent id {id:?} is not 1-64 characters of [a-z0-9_]"))
+        }
+    }
+}
+
+impl From<AgentId> for String {
+    fn from(id: AgentId) -> Self {
+        id.0
+    }
+}
+
+impl std::ops::Deref for AgentId {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::borrow::Borrow<str> for AgentId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<str> for AgentId {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for AgentId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl PartialEq<str> for AgentId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<String> for AgentId {
+    fn eq(&self, other: &String) -> bool {
+        &self.0 == other
+    }
+}
+
+impl PartialEq<AgentId> for String {
+    fn eq(&self, other: &AgentId) -> bool {
+        *self == other.0
+    }
+}
+
 /// One capability card.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CapabilityCardSpec {
     /// Stable id, `[a-z0-9_]+`, unique in the file. Never shown to users.
-    #[schemars(regex(pattern = r"^[a-z0-9_]+$"), length(min = 1, max = 64))]
-    pub id: String,
+    pub id: AgentId,
     /// Intent label shown to the planner. Required, except for an `a2a` agent registered by its
     /// Agent Card (then read from the card at every load).
     #[serde(default)]
@@ -351,4 +434,21 @@ pub fn config_json_schema() -> serde_json::Value {
     let schema =
         schemars::generate::SchemaSettings::draft2020_12().into_generator().into_root_schema_for::<ConfigFile>();
     serde_json::to_value(schema).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod agent_id_tests {
+    use super::AgentId;
+
+    #[test]
+    fn an_agent_id_is_lowercase_digits_and_underscores() {
+        for ok in ["hotel_agent", "a", "v2_agent"] {
+            let id = AgentId::try_from(ok.to_string()).unwrap();
+            assert_eq!(&*id, ok);
+        }
+        for bad in ["", "Hotel", "hotel-agent", "酒店", &"a".repeat(65)] {
+            assert!(AgentId::try_from(bad.to_string()).is_err(), "{bad:?}");
+            assert!(serde_json::from_value::<AgentId>(serde_json::json!(bad)).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -354,7 +354,7 @@ impl Recognizer {
                     }
                 }
             }
-            compiled.push(Card { id: spec.id.clone(), domain, examples: Vec::new(), slot_words, own_text });
+            compiled.push(Card { id: spec.id.to_string(), domain, examples: Vec::new(), slot_words, own_text });
             card_terms.push(terms);
             example_terms.push(examples);
         }

@@ -234,7 +234,7 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
                 .collect();
             if !candidates.is_empty() {
                 let plan_id = input.pending_plan_id.unwrap_or(input.plan_id).to_string();
-                result.agents = candidates.iter().map(|c| c.agent.spec.id.clone()).collect();
+                result.agents = candidates.iter().map(|c| c.agent.spec.id.to_string()).collect();
                 result.resumes_pending = true;
                 let reason = if supplies {
                     "the turn supplies values for the pending clarification"
@@ -258,7 +258,7 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
 
     if let Some(prev) = input.previous.filter(|_| simple.is_none()) {
         if let Some((rewritten, candidates)) = elliptical(registry, prev, input.query, src) {
-            result.agents = candidates.iter().map(|c| c.agent.spec.id.clone()).collect();
+            result.agents = candidates.iter().map(|c| c.agent.spec.id.to_string()).collect();
             result.rewritten_query = rewritten;
             let reasoning = "rule planner: elliptical follow-up of the previous intent".to_string();
             let (plan, found) = plan::build(registry.texts(), candidates, src, input.plan_id, lang, reasoning);

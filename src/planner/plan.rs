@@ -320,7 +320,7 @@ fn fill_keys(candidates: &[Candidate], src: KeySources<'_>, plan_id: &str) -> (D
         draft.tasks.push(SubTask {
             task_id,
             description: cand.agent.task_description(),
-            assigned_agent: cand.agent.spec.id.clone(),
+            assigned_agent: cand.agent.spec.id.to_string(),
             inputs,
             dependencies: Vec::new(),
             status: TaskStatus::Pending,
@@ -392,7 +392,7 @@ fn mark_blocked(candidates: &[Candidate], draft: &mut Draft, order: &[usize]) ->
             let keys: Vec<&KeyDef> = list.iter().map(|&k| &agent.keys[k]).collect();
             semantic_info.push(SemanticInfo {
                 kind,
-                sub_agent_id: agent.spec.id.clone(),
+                sub_agent_id: agent.spec.id.to_string(),
                 task_id: draft.tasks[i].task_id.clone(),
                 keys: keys.iter().map(|k| k.spec.key.clone()).collect(),
                 key_descriptions: keys.iter().map(|k| k.spec.description.clone()).collect(),

@@ -181,7 +181,7 @@ impl Registry {
                 spec: resolved.spec,
             }));
         }
-        let index = agents.iter().enumerate().map(|(i, a)| (a.spec.id.clone(), i)).collect();
+        let index = agents.iter().enumerate().map(|(i, a)| (a.spec.id.to_string(), i)).collect();
         let usable: Vec<&CapabilityCardSpec> =
             agents.iter().filter(|a| a.spec.enabled && a.unavailable.is_none()).map(|a| &a.spec).collect();
         let recognizer = Recognizer::new(&usable, &loaded.file.lists);
@@ -367,8 +367,8 @@ impl RegistryHandle {
 
 fn diff(old: &Registry, new: &Registry) -> (Vec<String>, Vec<String>, Vec<String>) {
     let card = |a: &CapabilityCard| serde_json::to_string(&a.spec).unwrap_or_default();
-    let added = new.agents.iter().filter(|a| old.get(a.id()).is_none()).map(|a| a.spec.id.clone()).collect();
-    let removed = old.agents.iter().filter(|a| new.get(a.id()).is_none()).map(|a| a.spec.id.clone()).collect();
+    let added = new.agents.iter().filter(|a| old.get(a.id()).is_none()).map(|a| a.spec.id.to_string()).collect();
+    let removed = old.agents.iter().filter(|a| new.get(a.id()).is_none()).map(|a| a.spec.id.to_string()).collect();
     let changed = new
         .agents
         .iter()
@@ -377,7 +377,7 @@ fn diff(old: &Registry, new: &Registry) -> (Vec<String>, Vec<String>, Vec<String
                 card(o) != card(a) || o.input_schema != a.input_schema || o.output_schema != a.output_schema
             })
         })
-        .map(|a| a.spec.id.clone())
+        .map(|a| a.spec.id.to_string())
         .collect();
     (added, removed, changed)
 }

@@ -54,7 +54,7 @@ pub async fn agent_card(State(state): State<AppState>, headers: HeaderMap) -> Js
     let skills = reg
         .enabled()
         .map(|a| AgentSkill {
-            id: a.spec.id.clone(),
+            id: a.spec.id.to_string(),
             name: a.spec.name.clone(),
             description: a.spec.description.clone(),
             tags: a.spec.keywords.clone(),

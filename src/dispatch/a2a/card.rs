@@ -111,7 +111,7 @@ pub async fn resolve_agent_cards(loaded: &mut LoadedConfig, limits: DispatchLimi
                 tracing::warn!(agent = %agent.spec.id, %reason, "agent unavailable");
                 hasher.update(reason.as_bytes());
                 if agent.spec.name.trim().is_empty() {
-                    agent.spec.name.clone_from(&agent.spec.id);
+                    agent.spec.name.clone_from(&agent.spec.id.to_string());
                 }
                 agent.unavailable = Some(reason);
             }
