@@ -504,3 +504,99 @@ async fn an_sse_event_over_1_mib_is_too_large() {
     assert_weather_failed_exchange_done(&app, &events, "too_large");
     assert_eq!(calls.load(SeqCst), 1);
 }
+
+/// An SSE body whose second line is `line_bytes` long and never ends, produced lazily in 64 KiB
+/// chunks after a first valid delta; `produced` counts the bytes handed to hyper and `finished`
+/// says whether all of it was.
+fn endless_line_body(prefix: &str, line_bytes: usize, produced: Calls, finished: Arc<AtomicBool>) -> Body {
+    const CHUNK: usize = 64 * 1024;
+    let head = Bytes::from(prefix.to_string());
+    let body = futures::stream::unfold(0usize, move |sent| {
+        let (p, f, head) = (produced.clone(), finished.clone(), head.clone());
+        async move {
+            if sent == 0 {
+                return Some((Ok::<_, Infallible>(head), 1));
+            }
+            if sent >= line_bytes {
+                f.store(true, SeqCst);
+                return None;
+            }
+            let chunk = vec![b'a'; CHUNK];
+            p.fetch_add(chunk.len(), SeqCst);
+            Some((Ok(Bytes::from(chunk)), sent + CHUNK))
+        }
+    });
+    Body::from_stream(body)
+}
+
+/// Twenty megabytes on one line: past the total limit only after 8 MiB, past the event limit
+/// after 1 MiB.
+const LONG_LINE: usize = 20 * 1024 * 1024;
+
+#[tokio::test]
+async fn an_sse_line_without_end_fails_as_too_large_while_it_arrives() {
+    // Issue 12 #1: the event limit was checked only on a complete event, and the parser re-read
+    // the buffered line at every chunk: the sub-task ran into its timeout instead.
+    let produced: Calls = Arc::default();
+    let finished = Arc::new(AtomicBool::new(false));
+    let (p, f) = (produced.clone(), finished.clone());
+    let (url, calls) = fake(move |_| {
+        let prefix = format!("{}event: result\ndata: {{\"pad\":\"", sse_frame("delta", r#"{"text":"开始"}"#));
+        let body = endless_line_body(&prefix, LONG_LINE, p.clone(), f.clone());
+        async move { sse_response(body) }
+    })
+    .await;
+    let app = app_with_weather(&url, "sse", "20s", 2).await;
+    let events = tokio::time::timeout(Duration::from_secs(15), app.ask(BOTH, None)).await.expect("the turn ended");
+    assert_weather_failed_exchange_done(&app, &events, "too_large");
+    assert_eq!(weather_deltas(&events), ["开始"], "what came before the long line was relayed");
+    assert_eq!(calls.load(SeqCst), 1);
+    assert!(!finished.load(SeqCst), "the whole line was read ({} bytes)", produced.load(SeqCst));
+}
+
+/// A fake A2A agent: its card (streaming, JSON-RPC at `/rpc`) under `/invoke`, and `/rpc`
+/// answering with `rpc_body()` as `text/event-stream`.
+async fn fake_a2a<F>(rpc_body: F) -> (String, Calls)
+where
+    F: Fn() -> Body + Clone + Send + Sync + 'static,
+{
+    let calls: Calls = Arc::default();
+    let counter = calls.clone();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let card = json!({
+        "name": "fake weather", "description": "fake", "version": "1.0",
+        "supportedInterfaces": [{ "url": format!("http://{addr}/rpc"), "protocolBinding": "JSONRPC",
+                                  "protocolVersion": "1.0" }],
+        "capabilities": { "streaming": true },
+        "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"], "skills": [],
+    });
+    let router = Router::new()
+        .route("/invoke/.well-known/agent-card.json", axum::routing::get(move || async move { axum::Json(card) }))
+        .route(
+            "/rpc",
+            post(move || {
+                counter.fetch_add(1, SeqCst);
+                let body = rpc_body();
+                async move { sse_response(body) }
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    (format!("http://{addr}/invoke"), calls)
+}
+
+#[tokio::test]
+async fn an_a2a_stream_line_without_end_fails_as_too_large_while_it_arrives() {
+    let produced: Calls = Arc::default();
+    let finished = Arc::new(AtomicBool::new(false));
+    let (p, f) = (produced.clone(), finished.clone());
+    let (url, calls) = fake_a2a(move || {
+        endless_line_body(r#"data: {"jsonrpc":"2.0","id":"1","result":{"pad":""#, LONG_LINE, p.clone(), f.clone())
+    })
+    .await;
+    let app = app_with_weather(&url, "a2a", "20s", 0).await;
+    let events = tokio::time::timeout(Duration::from_secs(15), app.ask(BOTH, None)).await.expect("the turn ended");
+    assert_weather_failed_exchange_done(&app, &events, "too_large");
+    assert_eq!(calls.load(SeqCst), 1);
+    assert!(!finished.load(SeqCst), "the whole line was read ({} bytes)", produced.load(SeqCst));
+}

@@ -10,6 +10,7 @@ pub mod a2a;
 pub mod breaker;
 mod error;
 pub mod http;
+pub mod lines;
 pub mod sse;
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,14 +1,16 @@
 //! Protocol `sse`: `POST` with `Accept: text/event-stream`; `delta` events are relayed as they
 //! arrive, `result` ends the task, `error` fails it (docs/sub-agent-protocol.md). Parsing uses the
-//! `eventsource-stream` crate (CRLF line ends, comments, multi-line data).
+//! `eventsource-stream` crate (CRLF line ends, comments, multi-line data), fed whole lines by
+//! [`super::lines`], which enforces the line and event limit while the bytes arrive.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use eventsource_stream::{EventStreamError, Eventsource};
-use futures::StreamExt;
+use eventsource_stream::{Event, EventStreamError, Eventsource};
+use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::lines::{bounded_lines, LineError, FRAMING_SLACK};
 use super::{parse_reply, post, read_limited, snippet, AgentReply, DeltaFn, DispatchError, DispatchLimits};
 use crate::registry::CapabilityCard;
 
@@ -36,6 +38,47 @@ impl std::fmt::Display for Source {
             Self::TooLarge => f.write_str("stream too large"),
         }
     }
+}
+
+/// The events of a `text/event-stream` reply. The stream fails with [`DispatchError::TooLarge`]
+/// as soon as it passes `limits.max_response_bytes`, or a line or an event passes
+/// `limits.max_event_bytes` (plus [`FRAMING_SLACK`] for field names on the wire), without reading
+/// further.
+pub(super) fn events(
+    resp: reqwest::Response,
+    limits: DispatchLimits,
+) -> impl Stream<Item = Result<Event, DispatchError>> + Send + Unpin {
+    let max = limits.max_response_bytes;
+    let mut total = 0usize;
+    let bytes = resp.bytes_stream().map(move |chunk| {
+        // Without the URL: an interpolated `${ENV}` secret may live in it.
+        let chunk = chunk.map_err(|e| Source::Transport(e.without_url()))?;
+        total += chunk.len();
+        if total > max {
+            return Err(Source::TooLarge);
+        }
+        Ok(chunk)
+    });
+    let lines = bounded_lines(Box::pin(bytes), limits.max_event_bytes + FRAMING_SLACK);
+    Box::pin(lines.eventsource().map(move |event| {
+        let event = match event {
+            Ok(e) => e,
+            Err(EventStreamError::Transport(LineError::Transport(Source::TooLarge))) => {
+                return Err(DispatchError::TooLarge(max))
+            }
+            Err(EventStreamError::Transport(LineError::TooLarge)) => {
+                return Err(DispatchError::TooLarge(limits.max_event_bytes))
+            }
+            Err(EventStreamError::Transport(LineError::Transport(Source::Transport(e)))) => {
+                return Err(DispatchError::Protocol(format!("stream broken: {e}")))
+            }
+            Err(e) => return Err(DispatchError::Protocol(format!("malformed event stream: {e}"))),
+        };
+        if event.data.len() > limits.max_event_bytes {
+            return Err(DispatchError::TooLarge(limits.max_event_bytes));
+        }
+        Ok(event)
+    }))
 }
 
 /// One streamed exchange. Sets `relayed` once a delta went to the user (no retry after that).
@@ -68,30 +111,9 @@ pub async fn call(
         return parse_reply(&bytes);
     }
 
-    let max = limits.max_response_bytes;
-    let mut total = 0usize;
-    let bytes = resp.bytes_stream().map(move |chunk| {
-        // Without the URL: an interpolated `${ENV}` secret may live in it.
-        let chunk = chunk.map_err(|e| Source::Transport(e.without_url()))?;
-        total += chunk.len();
-        if total > max {
-            return Err(Source::TooLarge);
-        }
-        Ok(chunk)
-    });
-    let mut events = bytes.eventsource();
+    let mut events = events(resp, limits);
     while let Some(event) = events.next().await {
-        let event = match event {
-            Ok(e) => e,
-            Err(EventStreamError::Transport(Source::TooLarge)) => return Err(DispatchError::TooLarge(max)),
-            Err(EventStreamError::Transport(Source::Transport(e))) => {
-                return Err(DispatchError::Protocol(format!("stream broken: {e}")))
-            }
-            Err(e) => return Err(DispatchError::Protocol(format!("malformed event stream: {e}"))),
-        };
-        if event.data.len() > limits.max_event_bytes {
-            return Err(DispatchError::TooLarge(limits.max_event_bytes));
-        }
+        let event = event?;
         match event.event.as_str() {
             "delta" => {
                 let delta: Delta = serde_json::from_str(&event.data)

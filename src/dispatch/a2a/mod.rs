@@ -10,14 +10,14 @@
 //! are progress. The task's last state decides: `TASK_STATE_COMPLETED` is done;
 //! `FAILED` / `REJECTED` / `CANCELED` fail the sub-task; `INPUT_REQUIRED` (and `AUTH_REQUIRED`)
 //! become [`DispatchError::InputRequired`], a clarification continued on the same task and context
-//! by the next turn. The SSE frames are parsed by `eventsource-stream` (CRLF, `: ping` comments).
+//! by the next turn. The SSE frames are read as for the `sse` protocol (`sse::events`:
+//! `eventsource-stream` behind the bounded line framing).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ::a2a::{
     AgentCard, Artifact, JsonRpcId, JsonRpcRequest, Message, Part, PartContent, Role, StreamResponse, Task, TaskState,
 };
-use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
 
@@ -262,27 +262,14 @@ pub async fn call(
         return outcome.finish();
     }
 
-    let max = limits.max_response_bytes;
-    let mut total = 0usize;
-    let bytes = resp.bytes_stream().map(move |chunk| {
-        let chunk = chunk.map_err(|e| e.without_url().to_string())?;
-        total += chunk.len();
-        if total > max {
-            return Err(format!("stream larger than {max} bytes"));
-        }
-        Ok(chunk)
-    });
-    let mut events = bytes.eventsource();
+    let mut events = super::sse::events(resp, limits);
     let mut outcome = Outcome::default();
     let relay = |text: &str| {
         relayed.store(true, Ordering::Relaxed);
         on_delta(text);
     };
     while let Some(event) = events.next().await {
-        let event = event.map_err(|e| DispatchError::Protocol(format!("A2A stream: {e}")))?;
-        if event.data.len() > limits.max_event_bytes {
-            return Err(DispatchError::TooLarge(limits.max_event_bytes));
-        }
+        let event = event?;
         let v: Value =
             serde_json::from_str(&event.data).map_err(|e| DispatchError::Protocol(format!("A2A frame: {e}")))?;
         if let Some(e) = rpc_error(&v) {
