@@ -275,3 +275,133 @@ async fn shutdown_drains_an_open_stream_and_ends_it_with_one_done() {
     let status = tokio::time::timeout(Duration::from_secs(15), child.wait()).await.expect("the server exits").unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+/// A weather agent that holds every call until `release` is set; counts its calls.
+async fn held_weather(release: tokio::sync::watch::Receiver<bool>, calls: Arc<AtomicUsize>) -> String {
+    let router = Router::new().route(
+        "/invoke",
+        post(move || {
+            let (mut release, calls) = (release.clone(), calls.clone());
+            async move {
+                calls.fetch_add(1, Ordering::SeqCst);
+                let _ = release.wait_for(|r| *r).await;
+                Json(json!({ "output": { "city": "上海", "forecast": [] }, "message": "上海晴。" }))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/invoke", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    url
+}
+
+/// A supervisor whose weather agent is [`held_weather`], with a last edit of `supervisor:`.
+async fn app_with_held_weather(
+    release: tokio::sync::watch::Receiver<bool>,
+    calls: Arc<AtomicUsize>,
+    supervisor: impl FnOnce(&mut Value) + Send + 'static,
+) -> Arc<TestApp> {
+    let url = held_weather(release, calls).await;
+    let app = spawn_app_with(Setup { watch_files: true, ..Default::default() }, move |c| {
+        let w = agent_mut(c, "weather_agent");
+        w["endpoint"]["url"] = json!(url);
+        w["endpoint"]["retries"] = json!(0);
+        w["output_schema"] = json!({ "type": "object" });
+        supervisor(&mut c["supervisor"]);
+    })
+    .await;
+    Arc::new(app)
+}
+
+/// Polls (bounded) until `calls` reaches `n`.
+async fn wait_calls(calls: &AtomicUsize, n: usize) {
+    for _ in 0..400 {
+        if calls.load(Ordering::SeqCst) >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the agent got {} calls, not {n}", calls.load(Ordering::SeqCst));
+}
+
+fn done_code(events: &[Value]) -> Value {
+    done(events)["metadata"]["state"]["error"]["code"].clone()
+}
+
+#[tokio::test]
+async fn a_turn_still_waiting_for_its_thread_at_its_deadline_ends_busy() {
+    // Issue 12 #2: the wait for a thread's lock did not count against `request_timeout`.
+    let (release, released) = tokio::sync::watch::channel(false);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let app = app_with_held_weather(released, calls.clone(), |_| {}).await;
+    let th = "th-busy";
+    // The first turn holds the thread (its agent is held; its deadline is the default 60 s).
+    let first = tokio::spawn({
+        let app = app.clone();
+        async move { app.ask("上海天气怎么样", Some(th)).await }
+    });
+    wait_calls(&calls, 1).await;
+    // New turns get a 300 ms deadline: the second one waits for the thread and gives up.
+    let mut cfg = app.config.clone();
+    cfg["supervisor"]["request_timeout"] = json!("300ms");
+    app.rewrite(&cfg);
+    app.wait_config(|s| s["version"] == 2).await;
+    let second = tokio::time::timeout(Duration::from_secs(10), app.ask("上海天气怎么样", Some(th)))
+        .await
+        .expect("the waiting turn ended by itself");
+    assert_eq!(stages(&second), ["error"], "one done and nothing else: {second:#?}");
+    assert_eq!(done_code(&second), "thread_busy");
+    assert!(done(&second)["content"].as_str().unwrap().contains("会话还在处理"), "{second:#?}");
+    assert!(!first.is_finished(), "the first turn still holds the thread");
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "the refused turn dispatched nothing");
+    // Reading the session does not wait for the thread.
+    let read = tokio::time::timeout(
+        Duration::from_secs(5),
+        app.client.get(format!("{}/v1/sessions/{th}?user_id=u1", app.base)).send(),
+    )
+    .await
+    .expect("GET /v1/sessions answered while the thread is busy")
+    .unwrap();
+    assert_eq!(read.status(), 404, "nothing saved yet");
+
+    release.send(true).unwrap();
+    let first = first.await.unwrap();
+    assert_eq!(done(&first)["stage"], "answer", "{first:#?}");
+    let session = app.get(&format!("/v1/sessions/{th}?user_id=u1")).await;
+    assert_eq!(session["history"].as_array().unwrap().len(), 1, "only the turn that ran is saved: {session}");
+}
+
+#[tokio::test]
+async fn past_the_queue_depth_a_turn_of_a_busy_thread_is_refused_at_once() {
+    let (release, released) = tokio::sync::watch::channel(false);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let app = app_with_held_weather(released, calls.clone(), |s| s["max_queued_turns_per_thread"] = json!(1)).await;
+    let th = "th-queue";
+    let first = tokio::spawn({
+        let app = app.clone();
+        async move { app.ask("上海天气怎么样", Some(th)).await }
+    });
+    wait_calls(&calls, 1).await;
+    // Two more turns: one may wait, the other is refused without waiting for anything.
+    let more: Vec<_> = (0..2)
+        .map(|_| {
+            let app = app.clone();
+            tokio::spawn(async move { app.ask("上海天气怎么样", Some(th)).await })
+        })
+        .collect();
+    let (refused, _, mut rest) = tokio::time::timeout(Duration::from_secs(10), futures::future::select_all(more))
+        .await
+        .expect("one turn was refused while the thread is busy");
+    let refused = refused.unwrap();
+    assert_eq!(stages(&refused), ["error"], "{refused:#?}");
+    assert_eq!(done_code(&refused), "thread_queue_full");
+    assert!(!first.is_finished() && !rest[0].is_finished(), "the others still run or wait");
+
+    release.send(true).unwrap();
+    for events in [first.await.unwrap(), rest.remove(0).await.unwrap()] {
+        assert_eq!(done(&events)["stage"], "answer", "{events:#?}");
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "the queued turn ran after the first");
+    let session = app.get(&format!("/v1/sessions/{th}?user_id=u1")).await;
+    assert_eq!(session["history"].as_array().unwrap().len(), 2, "{session}");
+}

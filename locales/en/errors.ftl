@@ -23,6 +23,8 @@ dispatch-skipped = skipped because an earlier step failed
 
 error-turn-failed = Sorry, something went wrong while handling your request. Please try again.
 error-session-store = Sorry, conversations are unavailable right now. Please try again later.
+# An earlier turn of the thread still runs: this one waited past its deadline or the queue is full.
+error-thread-busy = Sorry, this conversation is still busy with an earlier request. Please try again in a moment.
 # The stream is cut by a shutdown; the turn goes on and is saved.
 error-shutting-down = The service is restarting; this request's result will be kept in the conversation. Please check back or retry.
 

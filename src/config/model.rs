@@ -62,9 +62,16 @@ pub struct SupervisorSettings {
     pub max_parallel_tasks: u32,
     /// Timeout of a sub-agent call when its endpoint sets none (humantime, e.g. `30s`).
     pub default_agent_timeout: HumanDuration,
-    /// Deadline of a whole turn (Switchboard extension, default `60s`): sub-tasks still running
-    /// then fail with "deadline".
+    /// Deadline of a whole turn (Switchboard extension, default `60s`), counted from its arrival,
+    /// so waiting for an earlier turn of the same thread counts too: a turn still waiting then
+    /// ends with one `done` saying the conversation is busy (`thread_busy`); sub-tasks still
+    /// running then fail with "deadline".
     pub request_timeout: HumanDuration,
+    /// Turns of one thread that may wait while an earlier turn of it runs (Switchboard
+    /// extension, default 4, per process); one more is refused at once with one `done`
+    /// (`thread_queue_full`). `0` refuses any second concurrent turn of a thread.
+    #[schemars(range(min = 0, max = 1000))]
+    pub max_queued_turns_per_thread: u32,
     /// Per-agent circuit breaker (Switchboard extension).
     pub circuit_breaker: BreakerSettings,
     /// Directory of text overrides, relative to this file (Switchboard extension; unset: the
@@ -117,6 +124,7 @@ impl Default for SupervisorSettings {
             max_parallel_tasks: 8,
             default_agent_timeout: HumanDuration(Duration::from_secs(30)),
             request_timeout: HumanDuration(Duration::from_secs(60)),
+            max_queued_turns_per_thread: 4,
             circuit_breaker: BreakerSettings::default(),
             texts_dir: None,
             reload_requires_routing_tests: false,

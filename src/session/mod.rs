@@ -7,8 +7,9 @@
 //!   ([`sqlite`], rusqlite with bundled SQLite);
 //! - `redis://…` — shared by several replicas ([`redis`], with a per-thread distributed lock).
 //!
-//! A turn [`SessionStore::open`]s its session (taking the thread's lock, so concurrent turns on
-//! one thread run one after the other, across replicas too), changes it, and
+//! A turn [`SessionStore::open_within`]s its session (taking the thread's lock, so concurrent
+//! turns on one thread run one after the other, across replicas too; the wait ends at the turn's
+//! deadline, and past a queue depth a turn is refused at once), changes it, and
 //! [`SessionGuard::save`]s it once. A save writes the whole session document, so a retried save
 //! of the same turn never duplicates it; turns also carry ids and are appended once. Sessions
 //! expire `ttl` after their last save.
@@ -18,6 +19,7 @@ pub mod redis;
 pub mod sqlite;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -196,6 +198,9 @@ pub enum StoreError {
     /// The thread's lock was not released in time by another turn.
     #[error("the thread is busy with another turn")]
     Busy,
+    /// Already this many turns of the thread wait for its lock: refused without waiting.
+    #[error("{0} turns of the thread are already waiting")]
+    QueueFull(usize),
     /// A blocking task failed.
     #[error("store task failed: {0}")]
     Task(String),
@@ -211,8 +216,14 @@ pub trait SessionBackend: Send + Sync + 'static {
     fn load<'a>(&'a self, user_id: &'a str, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Session>, StoreError>>;
     /// Stores the whole session, expiring `ttl` from now. Idempotent.
     fn save<'a>(&'a self, session: &'a Session, ttl: Duration) -> BoxFuture<'a, Result<(), StoreError>>;
-    /// Takes the thread's cross-process lock (no-op for single-process backends).
-    fn lock<'a>(&'a self, _user_id: &'a str, _thread_id: &'a str) -> BoxFuture<'a, Result<LockToken, StoreError>> {
+    /// Takes the thread's cross-process lock, waiting at most `wait` ([`StoreError::Busy`] then);
+    /// a no-op for single-process backends.
+    fn lock<'a>(
+        &'a self,
+        _user_id: &'a str,
+        _thread_id: &'a str,
+        _wait: Duration,
+    ) -> BoxFuture<'a, Result<LockToken, StoreError>> {
         Box::pin(async { Ok(LockToken::default()) })
     }
     /// Releases a lock taken by [`SessionBackend::lock`].
@@ -242,11 +253,27 @@ pub async fn open_backend(url: &str) -> Result<Arc<dyn SessionBackend>, StoreErr
 
 type Key = (String, String);
 
+/// One thread's in-process lock and how many turns wait for it.
+#[derive(Default)]
+struct ThreadLock {
+    turn: Arc<AsyncMutex<()>>,
+    waiting: AtomicUsize,
+}
+
+/// Counts a waiting turn while it waits (also when the wait is cancelled).
+struct Waiting<'a>(&'a AtomicUsize);
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// Sessions behind per-thread locks. Cheap to share (`Arc`).
 pub struct SessionStore {
     backend: Arc<dyn SessionBackend>,
     ttl: Duration,
-    locks: Mutex<HashMap<Key, Arc<AsyncMutex<()>>>>,
+    locks: Mutex<HashMap<Key, Arc<ThreadLock>>>,
 }
 
 impl std::fmt::Debug for SessionStore {
@@ -271,12 +298,39 @@ impl SessionStore {
         self.backend.kind()
     }
 
-    /// Locks and loads the session of `(user_id, thread_id)` (a new one when absent). Hold the
-    /// guard for the whole turn and [`SessionGuard::save`] once at the end.
+    /// Locks and loads the session of `(user_id, thread_id)` (a new one when absent), waiting as
+    /// long as the thread's current turn takes. Hold the guard for the whole turn and
+    /// [`SessionGuard::save`] once at the end.
     ///
     /// # Errors
     /// [`StoreError`] when the backend fails or the thread stays busy.
     pub async fn open(&self, user_id: &str, thread_id: &str) -> Result<SessionGuard<'_>, StoreError> {
+        self.open_inner(user_id, thread_id, None, usize::MAX).await
+    }
+
+    /// Like [`SessionStore::open`] for a turn with a `deadline`: the wait for the thread's lock
+    /// ends there ([`StoreError::Busy`]), and when `max_queued` turns of the thread already wait
+    /// in this process the call fails at once ([`StoreError::QueueFull`]).
+    ///
+    /// # Errors
+    /// [`StoreError`] when the backend fails, the thread stays busy or its queue is full.
+    pub async fn open_within(
+        &self,
+        user_id: &str,
+        thread_id: &str,
+        deadline: tokio::time::Instant,
+        max_queued: usize,
+    ) -> Result<SessionGuard<'_>, StoreError> {
+        self.open_inner(user_id, thread_id, Some(deadline), max_queued).await
+    }
+
+    async fn open_inner(
+        &self,
+        user_id: &str,
+        thread_id: &str,
+        deadline: Option<tokio::time::Instant>,
+        max_queued: usize,
+    ) -> Result<SessionGuard<'_>, StoreError> {
         let key = (user_id.to_string(), thread_id.to_string());
         let cell = {
             let mut map = self.locks.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -286,8 +340,26 @@ impl SessionStore {
             }
             map.entry(key).or_default().clone()
         };
-        let local = cell.lock_owned().await;
-        let token = self.backend.lock(user_id, thread_id).await?;
+        let local = match cell.turn.clone().try_lock_owned() {
+            Ok(local) => local,
+            Err(_) => {
+                if cell.waiting.fetch_add(1, Ordering::SeqCst) >= max_queued {
+                    cell.waiting.fetch_sub(1, Ordering::SeqCst);
+                    return Err(StoreError::QueueFull(max_queued));
+                }
+                let _waiting = Waiting(&cell.waiting);
+                let acquire = cell.turn.clone().lock_owned();
+                match deadline {
+                    Some(d) => tokio::time::timeout_at(d, acquire).await.map_err(|_| StoreError::Busy)?,
+                    None => acquire.await,
+                }
+            }
+        };
+        let wait = deadline.map_or(Duration::MAX, |d| d.saturating_duration_since(tokio::time::Instant::now()));
+        if wait.is_zero() {
+            return Err(StoreError::Busy);
+        }
+        let token = self.backend.lock(user_id, thread_id, wait).await?;
         let session = match self.backend.load(user_id, thread_id).await {
             Ok(s) => s.unwrap_or_else(|| Session::new(user_id, thread_id)),
             Err(e) => {

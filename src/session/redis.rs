@@ -13,7 +13,8 @@ use super::{LockToken, Session, SessionBackend, StoreError};
 
 /// How long a turn may hold a thread's lock before it expires by itself (a crashed replica).
 pub const LOCK_TTL: Duration = Duration::from_secs(120);
-/// How long a turn waits for another turn on the same thread.
+/// How long a turn waits at most for another turn on the same thread (less when its deadline
+/// comes first).
 pub const LOCK_WAIT: Duration = Duration::from_secs(60);
 
 /// Redis backend.
@@ -76,12 +77,17 @@ impl SessionBackend for RedisBackend {
         })
     }
 
-    fn lock<'a>(&'a self, user_id: &'a str, thread_id: &'a str) -> BoxFuture<'a, Result<LockToken, StoreError>> {
+    fn lock<'a>(
+        &'a self,
+        user_id: &'a str,
+        thread_id: &'a str,
+        wait: Duration,
+    ) -> BoxFuture<'a, Result<LockToken, StoreError>> {
         Box::pin(async move {
             let mut conn = self.conn.clone();
             let key = lock_key(user_id, thread_id);
             let token = uuid::Uuid::new_v4().to_string();
-            let deadline = tokio::time::Instant::now() + LOCK_WAIT;
+            let deadline = tokio::time::Instant::now() + wait.min(LOCK_WAIT);
             let mut delay = Duration::from_millis(5);
             loop {
                 let set: Option<String> = redis::cmd("SET")

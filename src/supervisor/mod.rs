@@ -26,7 +26,7 @@ use crate::executor::Executor;
 use crate::llm::{LlmPlanner, LlmSettings};
 use crate::planner::{Lang, SubTask};
 use crate::registry::{Registry, RegistryHandle};
-use crate::session::{session_id, HistoryEntry, SessionStore};
+use crate::session::{session_id, HistoryEntry, SessionStore, StoreError};
 
 /// One user turn, as validated by the API.
 #[derive(Debug, Clone)]
@@ -128,10 +128,24 @@ impl Supervisor {
         let registry = self.registry.load();
         let lang = Lang::detect(&req.query);
         let started = std::time::Instant::now();
-        let opened = self.sessions.open(&req.user_id, &thread_id).await;
+        // The turn's deadline counts from its arrival: waiting for the thread's lock uses it up.
+        let deadline = tokio::time::Instant::now() + registry.settings.request_timeout.0;
+        let max_queued = registry.settings.max_queued_turns_per_thread as usize;
+        let opened = self.sessions.open_within(&req.user_id, &thread_id, deadline, max_queued).await;
         crate::metrics::stage("session_load", started.elapsed());
         let mut guard = match opened {
             Ok(g) => g,
+            Err(e @ (StoreError::Busy | StoreError::QueueFull(_))) => {
+                let code = if matches!(e, StoreError::Busy) { "thread_busy" } else { "thread_queue_full" };
+                tracing::warn!(error = %e, thread = %thread_id, "turn refused: the thread is busy");
+                crate::metrics::rejected(code);
+                let text = registry.texts().get(lang, "error-thread-busy", &[]);
+                sink.emit(
+                    StageEvent::new(Stage::Error, text)
+                        .state("error", json!({ "code": code, "message": e.to_string() })),
+                );
+                return;
+            }
             Err(e) => {
                 tracing::error!(error = %e, thread = %thread_id, "session store failed");
                 let text = registry.texts().get(lang, "error-session-store", &[]);
@@ -147,7 +161,7 @@ impl Supervisor {
         let earlier =
             guard.session.history.iter().rev().map(|h| h.query.as_str()).find(|q| q.chars().any(char::is_alphabetic));
         let lang = Lang::of_turn(&req.query, earlier.map_or(lang, Lang::detect));
-        let ctx = turn::TurnCtx::new(&registry, &req, &thread_id, lang, &sink, Utc::now());
+        let ctx = turn::TurnCtx::new(&registry, &req, &thread_id, lang, &sink, Utc::now(), deadline);
         let answer = self.respond(&ctx, &mut guard.session).await;
         tracing::info!(
             outcome = sink.done_stage().map_or("none", Stage::as_str),

@@ -46,7 +46,7 @@ impl Supervisor {
             thread_id: t.thread_id.to_string(),
             trace_id: req.trace_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string()),
             lang,
-            deadline: tokio::time::Instant::now() + registry.settings.request_timeout.0,
+            deadline: t.deadline,
         };
         let started = std::time::Instant::now();
         self.executor.run(registry, plan, &ctx, sink).instrument(tracing::info_span!("stage", name = "execute")).await;

@@ -26,6 +26,8 @@ pub(super) struct TurnCtx<'a> {
     pub(super) sink: &'a EventSink,
     pub(super) now: DateTime<Utc>,
     pub(super) policy: Policy,
+    /// The turn's deadline (`request_timeout` from its arrival).
+    pub(super) deadline: tokio::time::Instant,
 }
 
 impl<'a> TurnCtx<'a> {
@@ -36,9 +38,10 @@ impl<'a> TurnCtx<'a> {
         lang: Lang,
         sink: &'a EventSink,
         now: DateTime<Utc>,
+        deadline: tokio::time::Instant,
     ) -> Self {
         let policy = Policy::from_settings(&registry.settings);
-        Self { registry, req, thread_id, lang, sink, now, policy }
+        Self { registry, req, thread_id, lang, sink, now, policy, deadline }
     }
 
     /// The catalog message `id` in the turn's language.
