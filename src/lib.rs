@@ -22,7 +22,8 @@
 //! - [`summarize`]: the user-facing texts.
 //! - [`supervisor`]: the turn pipeline tying the stages together.
 //! - [`events`]: the `ResponseState` event stream.
-//! - [`metrics`]: Prometheus metrics; [`logging`]: log output with PII masked.
+//! - [`metrics`]: Prometheus metrics; [`logging`]: log output with PII and secrets masked;
+//!   [`redact`]: masking `${ENV}` secrets in what sub-agents send back.
 //! - [`api`]: the HTTP API and SSE rendering.
 //! - [`app`]: wiring for `serve` and `demo`; [`client`]: the `ask` terminal client;
 //!   [`check`]: `check-agent`, a sub-agent's conformance check against its card.
@@ -44,6 +45,7 @@ pub mod logging;
 pub mod matching;
 pub mod metrics;
 pub mod planner;
+pub mod redact;
 pub mod registry;
 pub mod reload;
 pub mod routing;

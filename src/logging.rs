@@ -3,12 +3,47 @@
 //! (README.md, "Security"): mainland mobile numbers keep their first 3 and last 4 digits, ID-card
 //! numbers their first 6 and last 4, other `+`-prefixed phone numbers their country code and
 //! last 3.
-//! Masking happens in the writer, so no log line — whoever wrote it — carries them.
+//! Masking happens in the writer, so no log line — whoever wrote it — carries them. The same
+//! writer masks every `${ENV}` secret of every config this process loaded ([`remember_secrets`],
+//! [`crate::redact`]).
 
 use std::io::{self, Write};
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock, Mutex};
 
+use arc_swap::ArcSwap;
 use regex::Regex;
+
+use crate::redact::Secrets;
+
+/// At most this many secret values are remembered for the logs (the oldest are forgotten).
+const MAX_LOG_SECRETS: usize = 1024;
+
+static LOG_SECRETS: LazyLock<ArcSwap<Secrets>> = LazyLock::new(ArcSwap::default);
+static SEEN_SECRETS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Adds `values` to the secrets masked in every log line. Values stay masked after a reload
+/// dropped them (a rotated secret is still a secret).
+pub fn remember_secrets<'a>(values: impl Iterator<Item = &'a str>) {
+    let mut seen = SEEN_SECRETS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let before = seen.len();
+    for v in values {
+        if !seen.iter().any(|s| s == v) {
+            seen.push(v.to_string());
+        }
+    }
+    if seen.len() == before {
+        return;
+    }
+    let extra = seen.len().saturating_sub(MAX_LOG_SECRETS);
+    seen.drain(..extra);
+    LOG_SECRETS.store(Arc::new(Secrets::new(seen.iter().cloned())));
+}
+
+/// A log line as written: secrets and personal data masked.
+pub fn mask_log(text: &str) -> String {
+    let secrets = LOG_SECRETS.load();
+    mask_pii(&secrets.mask(text))
+}
 
 static ID_CARD: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(^|\D)(\d{6})\d{8}(\d{3}[\dXx])(\D|$)").expect("static regex"));
@@ -31,7 +66,7 @@ pub struct MaskingStderr;
 impl Write for MaskingStderr {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let text = String::from_utf8_lossy(buf);
-        io::stderr().write_all(mask_pii(&text).as_bytes())?;
+        io::stderr().write_all(mask_log(&text).as_bytes())?;
         Ok(buf.len())
     }
 
@@ -104,7 +139,15 @@ mod otel {
 
 #[cfg(test)]
 mod tests {
-    use super::mask_pii;
+    use super::{mask_log, mask_pii, remember_secrets};
+
+    #[test]
+    fn remembered_secrets_are_masked_in_log_lines() {
+        remember_secrets(["logging-test-secret-1"].into_iter());
+        remember_secrets(["logging-test-secret-2"].into_iter());
+        let line = "agent said Bearer logging-test-secret-1 and logging-test-secret-2, phone 13812345678";
+        assert_eq!(mask_log(line), "agent said Bearer *** and ***, phone 138****5678");
+    }
 
     #[test]
     fn phones_and_id_numbers_are_masked() {

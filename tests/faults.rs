@@ -600,3 +600,80 @@ async fn an_a2a_stream_line_without_end_fails_as_too_large_while_it_arrives() {
     assert_eq!(calls.load(SeqCst), 1);
     assert!(!finished.load(SeqCst), "the whole line was read ({} bytes)", produced.load(SeqCst));
 }
+
+/// The secret of [`an_agent_echoing_its_secret_header_is_masked`]: `Bearer ${SB_FAULTS_ECHO_SECRET}`.
+const ECHO_SECRET: &str = "sk-live>>??echo-7f3a";
+
+/// A weather agent (`sse`) that sends back the `Authorization` header it received: raw, Base64 and
+/// URL-encoded in deltas, then raw in its `result` (message and output) or, when `fail`, in an
+/// `error` event.
+async fn echo_agent(fail: bool) -> String {
+    use base64::Engine;
+    let router = Router::new().route(
+        "/invoke",
+        post(move |headers: axum::http::HeaderMap| async move {
+            let auth = headers[header::AUTHORIZATION].to_str().unwrap().to_string();
+            let secret = auth.trim_start_matches("Bearer ");
+            let b64 = base64::engine::general_purpose::STANDARD.encode(secret);
+            let url: String = secret.bytes().map(|b| format!("%{b:02X}")).collect();
+            let mut body = String::new();
+            for text in [format!("收到 {auth}"), format!("b64 {b64}"), format!("url {url}")] {
+                body.push_str(&sse_frame("delta", &json!({ "text": text }).to_string()));
+            }
+            if fail {
+                body.push_str(&sse_frame("error", &json!({ "message": format!("bad token {auth}") }).to_string()));
+            } else {
+                let mut reply = valid_weather();
+                reply["message"] = json!(format!("上海晴，令牌 {auth}"));
+                reply["output"]["echo"] = json!(auth);
+                body.push_str(&sse_frame("result", &reply.to_string()));
+            }
+            sse_response(Body::from(body))
+        }),
+    );
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    format!("http://{addr}/invoke")
+}
+
+fn assert_no_secret(events: &[Value]) {
+    use base64::Engine;
+    let all = serde_json::to_string(events).unwrap();
+    let b64 = base64::engine::general_purpose::STANDARD.encode(ECHO_SECRET);
+    for form in [ECHO_SECRET, &b64, "sk-live%3E%3E%3F%3Fecho"] {
+        assert!(!all.contains(form), "{form} reached the user: {events:#?}");
+    }
+}
+
+#[tokio::test]
+async fn an_agent_echoing_its_secret_header_is_masked() {
+    // Issue 12 #3: an agent answering with the secret it was sent showed it to the user.
+    std::env::set_var("SB_FAULTS_ECHO_SECRET", ECHO_SECRET);
+    for fail in [false, true] {
+        let url = echo_agent(fail).await;
+        let app = spawn_app_with(Setup::default(), |c| {
+            let w = agent_mut(c, "weather_agent");
+            w["endpoint"]["url"] = json!(url);
+            w["endpoint"]["protocol"] = json!("sse");
+            w["endpoint"]["headers"] = json!({ "Authorization": "Bearer ${SB_FAULTS_ECHO_SECRET}" });
+            w["output_schema"] = json!({ "type": "object" });
+        })
+        .await;
+        let events = app.ask(BOTH, None).await;
+        assert_no_secret(&events);
+        assert_eq!(weather_deltas(&events), ["收到 Bearer ***", "b64 ***", "url ***"], "{events:#?}");
+        if fail {
+            let failed = assert_weather_failed_exchange_done(&app, &events, "agent_error");
+            assert_eq!(failed["metadata"]["state"]["error"]["message"], "agent error: bad token Bearer ***");
+        } else {
+            let ok = of_stage(&events, "agent_done");
+            let weather = ok.iter().find(|e| e["agent_id"] == "weather_agent").expect("weather done");
+            assert_eq!(weather["content"], "上海晴，令牌 Bearer ***");
+            assert_eq!(weather["metadata"]["state"]["output"]["echo"], "Bearer ***");
+            assert!(done(&events)["content"].as_str().unwrap().contains("令牌 Bearer ***"), "{events:#?}");
+        }
+        // The logs mask it too (the writer's mask holds every secret of every loaded config).
+        assert_eq!(switchboard::logging::mask_log(&format!("echo {ECHO_SECRET}")), "echo ***");
+    }
+}

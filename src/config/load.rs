@@ -113,6 +113,8 @@ pub struct LoadedConfig {
     /// Every file read (config, widget map, schemas, prompts, text overrides): what the reload
     /// watcher watches.
     pub sources: Vec<PathBuf>,
+    /// Every value interpolated from `${ENV}`: masked in agent text and logs ([`crate::redact`]).
+    pub secrets: Vec<String>,
 }
 
 /// Reads, parses and validates the config at `path` (and the files it references), using the
@@ -173,13 +175,14 @@ pub fn load_from_str(
         hasher: Sha256::new(),
         sources: vec![path.to_path_buf()],
         schema_cache: HashMap::new(),
+        secrets: Vec::new(),
     };
     check.hasher.update(text.as_bytes());
     let widgets = check.widgets(&file.widgets_map);
     let prompts = check.prompts(&file.planner.prompts_dir);
     let texts = check.texts(file.supervisor.texts_dir.as_deref());
     let agents = check.agents(&file, widgets.as_ref());
-    let Checker { errors, hasher, sources, .. } = check;
+    let Checker { errors, hasher, sources, secrets, .. } = check;
     if !errors.is_empty() {
         return Err(ConfigErrors(errors));
     }
@@ -193,6 +196,7 @@ pub fn load_from_str(
         texts,
         hash,
         sources,
+        secrets,
     })
 }
 
@@ -226,6 +230,7 @@ struct Checker<'a> {
     hasher: Sha256,
     sources: Vec<PathBuf>,
     schema_cache: HashMap<PathBuf, Option<Arc<Value>>>,
+    secrets: Vec<String>,
 }
 
 impl Checker<'_> {
@@ -354,8 +359,12 @@ impl Checker<'_> {
 
     fn interpolate(&mut self, text: &str, pointer: &str) -> String {
         let mut missing = Vec::new();
+        let mut secrets = Vec::new();
         let out = ENV_REF.replace_all(text, |caps: &regex::Captures<'_>| match (self.env)(&caps[1]) {
-            Some(v) => v,
+            Some(v) => {
+                secrets.push(v.clone());
+                v
+            }
             None => {
                 missing.push(caps[1].to_string());
                 String::new()
@@ -364,6 +373,7 @@ impl Checker<'_> {
         for name in missing {
             self.err(pointer.to_string(), format!("environment variable {name} is not set"));
         }
+        self.secrets.extend(secrets);
         self.hasher.update(out.as_bytes());
         out.into_owned()
     }

@@ -54,6 +54,29 @@ pub enum DispatchError {
 }
 
 impl DispatchError {
+    /// The error with `secrets` masked in every text that came from the agent.
+    #[must_use]
+    pub fn redact(self, secrets: &crate::redact::Secrets) -> Self {
+        if secrets.is_empty() {
+            return self;
+        }
+        let m = |s: String| secrets.mask_string(s);
+        match self {
+            Self::Connect(s) => Self::Connect(m(s)),
+            Self::Disconnected(s) => Self::Disconnected(m(s)),
+            Self::Status { status, body } => Self::Status { status, body: m(body) },
+            Self::Protocol(s) => Self::Protocol(m(s)),
+            Self::Agent(s) => Self::Agent(m(s)),
+            Self::Rejected(s) => Self::Rejected(m(s)),
+            Self::InvalidInputs(s) => Self::InvalidInputs(m(s)),
+            Self::InputRequired(mut r) => {
+                r.question = m(r.question);
+                Self::InputRequired(r)
+            }
+            other @ (Self::Timeout(_) | Self::TooLarge(_) | Self::CircuitOpen(_) | Self::Deadline) => other,
+        }
+    }
+
     /// Safe to retry: the agent did not (or could not) act on the request. Connect errors and
     /// 502 / 503 / 504 only (docs/sub-agent-protocol.md, "Timeouts and retries").
     pub fn is_retryable(&self) -> bool {

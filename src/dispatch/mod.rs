@@ -103,10 +103,19 @@ impl Dispatcher {
     ) -> Result<AgentReply, DispatchError> {
         self.breakers.admit(agent.id(), breaker)?;
         let started = std::time::Instant::now();
-        let attempt = self.with_retries(agent, body, remote, traceparent, on_delta);
+        // Everything the agent sends back has the config's `${ENV}` secrets masked.
+        let masked_delta = |text: &str| on_delta(&agent.secrets.mask(text));
+        let attempt = self.with_retries(agent, body, remote, traceparent, &masked_delta);
         let result = match tokio::time::timeout(agent.timeout, attempt).await {
             Ok(r) => r.and_then(|reply| accept(agent, reply)),
             Err(_) => Err(DispatchError::Timeout(agent.timeout)),
+        };
+        let result = match result {
+            Ok(reply) => Ok(AgentReply {
+                output: agent.secrets.mask_json(reply.output),
+                message: agent.secrets.mask_string(reply.message),
+            }),
+            Err(e) => Err(e.redact(&agent.secrets)),
         };
         let healthy = result.as_ref().map_or_else(|e| !e.counts_against_agent(), |_| true);
         self.breakers.record(agent.id(), breaker, healthy);

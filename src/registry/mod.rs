@@ -21,6 +21,7 @@ use crate::config::{
     Prompts, Protocol, SemanticKeySpec, SupervisorSettings,
 };
 use crate::matching::{Extractor, Recognizer, TermMatcher};
+use crate::redact::Secrets;
 use crate::text::Texts;
 
 /// One semantic key of a capability card, compiled.
@@ -73,6 +74,8 @@ pub struct CapabilityCard {
     pub matcher: TermMatcher,
     /// Why the agent cannot be used right now (its Agent Card is unreachable), if so.
     pub unavailable: Option<String>,
+    /// The snapshot's `${ENV}` secrets: masked in everything this agent sends back.
+    pub secrets: Arc<Secrets>,
 }
 
 impl CapabilityCard {
@@ -118,6 +121,8 @@ pub struct Registry {
     pub sources: Vec<std::path::PathBuf>,
     /// The intent recognizer over the enabled, available cards, compiled for this snapshot.
     pub recognizer: Recognizer,
+    /// Every value interpolated from `${ENV}` (never shown).
+    pub secrets: Arc<Secrets>,
     agents: Vec<Arc<CapabilityCard>>,
     index: HashMap<String, usize>,
 }
@@ -140,6 +145,8 @@ impl Registry {
                 }])
             })
         };
+        let secrets = Arc::new(Secrets::new(loaded.secrets.iter().cloned()));
+        crate::logging::remember_secrets(secrets.values());
         let mut agents = Vec::with_capacity(loaded.agents.len());
         for (i, resolved) in loaded.agents.into_iter().enumerate() {
             let mut keys = Vec::with_capacity(resolved.spec.required_semantic_keys.len());
@@ -174,6 +181,7 @@ impl Registry {
                 keys,
                 headers,
                 unavailable: resolved.unavailable,
+                secrets: secrets.clone(),
                 url: resolved.url,
                 timeout: resolved.timeout,
                 input_schema: resolved.input_schema,
@@ -197,6 +205,7 @@ impl Registry {
             texts: loaded.texts,
             sources: loaded.sources,
             recognizer,
+            secrets,
             agents,
             index,
         })
