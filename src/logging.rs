@@ -1,8 +1,9 @@
 //! Log output: `tracing` to stderr, human-readable or JSON (`SWITCHBOARD_LOG_FORMAT=json`, with
 //! the current span's fields such as `trace_id` on every line), with personal data masked
-//! (README.md, "Security"): mainland mobile numbers keep their first 3 and last 4 digits, ID-card
-//! numbers their first 6 and last 4, other `+`-prefixed phone numbers their country code and
-//! last 3.
+//! (README.md, "Security"): mainland mobile numbers keep their first 3 and last 4 digits (any of
+//! `13812345678`, `138-1234-5678`, `138 1234 5678`, with `86` / `+86` before), ID-card numbers
+//! their first 6 and last 4 (18 digits) or 3 (15 digits), other `+`-prefixed phone numbers their
+//! country code and last 3, e-mail addresses their first character and domain.
 //! Masking happens in the writer, so no log line — whoever wrote it — carries them. The same
 //! writer masks every `${ENV}` secret of every config this process loaded ([`remember_secrets`],
 //! [`crate::redact`]).
@@ -45,18 +46,44 @@ pub fn mask_log(text: &str) -> String {
     mask_pii(&secrets.mask(text))
 }
 
-static ID_CARD: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(^|\D)(\d{6})\d{8}(\d{3}[\dXx])(\D|$)").expect("static regex"));
+static ID_CARD_18: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(\d{6})\d{8}(\d{3}[\dXx])").expect("static regex"));
+static ID_CARD_15: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(\d{6})\d{6}(\d{3})").expect("static regex"));
+/// `13812345678`, `138-1234-5678`, `138 1234 5678`, with `86`, `+86`, `+86 ` or `+86-` before.
 static CN_MOBILE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(^|\D)(1[3-9]\d)\d{4}(\d{4})(\D|$)").expect("static regex"));
+    LazyLock::new(|| Regex::new(r"(\+?86[ -]?)?(1[3-9]\d)([ -]?)\d{4}([ -]?)(\d{4})").expect("static regex"));
 static INTL_PHONE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(\+\d{1,3})[\d -]{4,10}(\d{3})").expect("static regex"));
+static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"([A-Za-z0-9_%+-])[A-Za-z0-9._%+-]*@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,})")
+        .expect("static regex")
+});
 
-/// `text` with phone and ID-card numbers masked.
+/// Replaces the matches of `re` in `text` by `with` (`$1`-style), but only those that are a whole
+/// number: not right after or before an ASCII letter or digit (a hex trace id, a longer number).
+fn replace_whole(re: &Regex, text: &str, with: &str) -> String {
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    re.replace_all(text, |caps: &regex::Captures<'_>| {
+        let m = caps.get(0).expect("whole match");
+        if word(text[..m.start()].chars().next_back()) || word(text[m.end()..].chars().next()) {
+            return m.as_str().to_string();
+        }
+        let mut out = String::new();
+        caps.expand(with, &mut out);
+        out
+    })
+    .into_owned()
+}
+
+/// `text` with personal data masked: mainland mobile numbers (`138****5678`, separators and a
+/// `86` / `+86` prefix kept), ID-card numbers (18 digits: first 6 and last 4 kept; 15 digits:
+/// first 6 and last 3), other `+`-prefixed phone numbers (country code and last 3) and e-mail
+/// addresses (first character and domain).
 pub fn mask_pii(text: &str) -> String {
-    let masked = ID_CARD.replace_all(text, "${1}${2}********${3}${4}");
-    let masked = CN_MOBILE.replace_all(&masked, "${1}${2}****${3}${4}");
-    INTL_PHONE.replace_all(&masked, "${1}****${2}").into_owned()
+    let masked = replace_whole(&ID_CARD_18, text, "${1}********${2}");
+    let masked = replace_whole(&ID_CARD_15, &masked, "${1}******${2}");
+    let masked = replace_whole(&CN_MOBILE, &masked, "${1}${2}${3}****${4}${5}");
+    let masked = replace_whole(&INTL_PHONE, &masked, "${1}****${2}");
+    EMAIL.replace_all(&masked, "${1}***@${2}").into_owned()
 }
 
 /// A writer that masks personal data before writing to stderr.
@@ -150,16 +177,36 @@ mod tests {
     }
 
     #[test]
-    fn phones_and_id_numbers_are_masked() {
-        assert_eq!(mask_pii("电话13812345678，谢谢"), "电话138****5678，谢谢");
-        assert_eq!(mask_pii("id 110101199003071234 ok"), "id 110101********1234 ok");
-        assert_eq!(mask_pii("身份证11010119900307123X"), "身份证110101********123X");
-        assert_eq!(mask_pii("call +44 20 7946 0958"), "call +44****958");
-        assert_eq!(
-            mask_pii("flight CA1234 at 2026-12-01T14:30"),
-            "flight CA1234 at 2026-12-01T14:30",
-            "no false positives"
-        );
-        assert_eq!(mask_pii("trace 4bf92f3577b34da6a3ce929d0e0e4736"), "trace 4bf92f3577b34da6a3ce929d0e0e4736");
+    fn phones_ids_and_emails_are_masked_in_every_common_format() {
+        let cases = [
+            // Mainland mobile numbers: first 3 and last 4 digits kept, country code kept.
+            ("电话13812345678，谢谢", "电话138****5678，谢谢"),
+            ("call 138-1234-5678 now", "call 138-****-5678 now"),
+            ("call 138 1234 5678 now", "call 138 **** 5678 now"),
+            ("tel:8613812345678", "tel:86138****5678"),
+            ("tel:+8613812345678", "tel:+86138****5678"),
+            ("tel +86 138 1234 5678.", "tel +86 138 **** 5678."),
+            ("tel +86-138-1234-5678", "tel +86-138-****-5678"),
+            ("13812345678,13912345678", "138****5678,139****5678"),
+            (r#"{"phone":"13812345678"}"#, r#"{"phone":"138****5678"}"#),
+            // ID-card numbers: 18 digits keep the first 6 and last 4, 15 digits the first 6 and last 3.
+            ("id 110101199003071234 ok", "id 110101********1234 ok"),
+            ("身份证11010119900307123X", "身份证110101********123X"),
+            ("身份证号110105491231002。", "身份证号110105******002。"),
+            // Other international numbers: country code and last 3 digits.
+            ("call +44 20 7946 0958", "call +44****958"),
+            // E-mail addresses: the first character of the local part and the domain.
+            ("mail zhang.san@example.com.cn ok", "mail z***@example.com.cn ok"),
+            (r#"{"email":"a@b.io"}"#, r#"{"email":"a***@b.io"}"#),
+            // Not personal data.
+            ("flight CA1234 at 2026-12-01T14:30", "flight CA1234 at 2026-12-01T14:30"),
+            ("trace 4bf92f3577b34da6a3ce929d0e0e4736", "trace 4bf92f3577b34da6a3ce929d0e0e4736"),
+            ("elapsed_ms=1732350000123", "elapsed_ms=1732350000123"),
+            ("order 12345678901234567890", "order 12345678901234567890"),
+            ("version 1.2.3 at 10:30", "version 1.2.3 at 10:30"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(mask_pii(input), want, "{input}");
+        }
     }
 }
