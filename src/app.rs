@@ -83,21 +83,29 @@ pub async fn build_state(config: &Path, opts: AppOptions) -> Result<AppState, St
     let backend = open_backend(&opts.store).await?;
     let sessions = Arc::new(SessionStore::new(backend, opts.session_ttl));
     let reloader = reload::spawn(registry.clone(), config.to_path_buf(), opts.watch_files)?;
+    let supervisor = Supervisor::new(registry, sessions).with_llm(opts.llm);
     Ok(AppState {
-        supervisor: Supervisor::new(registry, sessions).with_llm(opts.llm),
         reloader,
         admin_token: opts.admin_token.filter(|t| !t.is_empty()).map(Into::into),
         a2a_tasks: Arc::default(),
         limits: Arc::new(crate::api::limits::Limits::new(opts.max_concurrent_requests, opts.user_rate_per_minute)),
-        shutdown: tokio_util::sync::CancellationToken::new(),
+        shutdown: supervisor.shutdown.clone(),
         cors_origins: opts.cors_origins.into(),
+        supervisor,
     })
 }
 
-/// Serves `state` on `listener` until `shutdown` resolves, then drains: no new connections;
-/// open streams may finish for up to `drain`, after which they end with an `error` done event;
-/// finally waits (bounded) for turns still writing their sessions. Accepted connections get
-/// `TCP_NODELAY`: stage events are small writes that must not wait for Nagle's algorithm.
+/// After the drain deadline of a shutdown, at most this long passes before [`serve`] returns:
+/// cut-off turns save their sessions, the last connections close.
+pub const EXIT_MARGIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Serves `state` on `listener` until `shutdown` resolves, then drains, bounded as a whole: no new
+/// connections; open streams and running turns may finish for up to `drain`; at that deadline
+/// the streams still open end with an `error` done event (`shutting_down`) and the turns still
+/// running are cut off, saving what they have (a history entry marked `interrupted`; the rest of
+/// the session as it was). `serve` returns by `drain` + [`EXIT_MARGIN`] after the signal,
+/// whatever is still open. Accepted connections get `TCP_NODELAY`: stage events are small writes
+/// that must not wait for Nagle's algorithm.
 ///
 /// # Errors
 /// The server's IO error.
@@ -109,23 +117,50 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let token = state.shutdown.clone();
     let turns = state.supervisor.turns.clone();
+    let (deadline_tx, mut deadline_rx) = tokio::sync::watch::channel(None::<tokio::time::Instant>);
     let signal = {
         let token = token.clone();
         async move {
             shutdown.await;
-            tracing::info!(?drain, "shutting down: draining open streams");
+            let deadline = tokio::time::Instant::now() + drain;
+            tracing::info!(?drain, "shutting down: draining open streams and turns");
+            let _ = deadline_tx.send(Some(deadline));
             tokio::spawn(async move {
-                tokio::time::sleep(drain).await;
+                tokio::time::sleep_until(deadline).await;
                 token.cancel();
             });
         }
     };
-    let result = axum::serve(nodelay(listener), api::router(state)).with_graceful_shutdown(signal).await;
-    token.cancel();
+    let server = std::future::IntoFuture::into_future(
+        axum::serve(nodelay(listener), api::router(state)).with_graceful_shutdown(signal),
+    );
+    // The server returns once every connection is closed; a connection that stays open past the
+    // deadline (a client that does not read) does not hold the exit back.
+    let exit_by = async {
+        // The watch guard is gone before the next await (the future must be Send).
+        let deadline = deadline_rx.wait_for(Option::is_some).await.ok().and_then(|d| *d);
+        let Some(deadline) = deadline else { return std::future::pending().await };
+        tokio::time::sleep_until(deadline + EXIT_MARGIN).await;
+    };
+    let result = tokio::select! {
+        result = server => result,
+        () = exit_by => {
+            tracing::warn!("connections still open at the exit deadline");
+            Ok(())
+        }
+    };
+    let signalled = *deadline_rx.borrow();
+    let deadline = signalled.unwrap_or_else(|| {
+        // The server stopped without a shutdown signal (an IO error): cut the turns now.
+        token.cancel();
+        tokio::time::Instant::now()
+    });
     turns.close();
-    if tokio::time::timeout(drain + std::time::Duration::from_secs(5), turns.wait()).await.is_err() {
+    // Turns cut off at the deadline save their sessions within the margin.
+    if tokio::time::timeout_at(deadline.max(tokio::time::Instant::now()) + EXIT_MARGIN, turns.wait()).await.is_err() {
         tracing::warn!("turns still running at exit");
     }
+    token.cancel();
     result
 }
 

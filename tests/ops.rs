@@ -405,3 +405,95 @@ async fn past_the_queue_depth_a_turn_of_a_busy_thread_is_refused_at_once() {
     let session = app.get(&format!("/v1/sessions/{th}?user_id=u1")).await;
     assert_eq!(session["history"].as_array().unwrap().len(), 2, "{session}");
 }
+
+/// `switchboard serve` on `config` with a SQLite store at `db` and `--drain-timeout drain`; returns
+/// the process and its base URL.
+async fn serve_process(config: &std::path::Path, db: &std::path::Path, drain: &str) -> (tokio::process::Child, String) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--no-watch", "--drain-timeout", drain])
+        .arg("--store")
+        .arg(format!("sqlite://{}", db.display()))
+        .arg("--config")
+        .arg(config)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let base = loop {
+        let line = lines.next_line().await.unwrap().expect("server output");
+        if let Some(addr) = line.strip_prefix("switchboard listening on ") {
+            break addr.to_string();
+        }
+    };
+    (child, base)
+}
+
+#[tokio::test]
+async fn a_shutdown_is_bounded_by_the_drain_and_saves_the_cut_off_turn() {
+    // Issue 12 #5: the process took drain + drain + 5 s to exit, and the turn cut off by the drain
+    // was never saved.
+    use eventsource_stream::Eventsource;
+    use futures::StreamExt;
+
+    let (_release, released) = tokio::sync::watch::channel(false);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let app = app_with_held_weather(released, calls.clone(), |_| {}).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let (mut child, base) = serve_process(&app.config_path, &db, "2s").await;
+    let client = reqwest::Client::new();
+    let chat = |query: &str, thread: Option<&str>| {
+        let mut body = json!({ "query": query, "user_id": "u1" });
+        if let Some(t) = thread {
+            body["thread_id"] = json!(t);
+        }
+        client.post(format!("{base}/v1/chat")).header("accept", "application/json").json(&body).send()
+    };
+    // A pending clarification on the thread, then a turn whose agent never answers.
+    let first: Value = chat("帮我订个酒店", None).await.unwrap().json().await.unwrap();
+    let th = first["thread_id"].as_str().unwrap().to_string();
+    assert!(!first["metadata"]["semantic_info"].as_array().unwrap().is_empty(), "{first:#}");
+    let resp = client
+        .post(format!("{base}/v1/chat"))
+        .json(&json!({ "query": "上海天气怎么样", "user_id": "u1", "thread_id": th }))
+        .send()
+        .await
+        .unwrap();
+    let mut stream = resp.bytes_stream().eventsource();
+    let mut events = Vec::new();
+    while let Some(ev) = stream.next().await {
+        let v: Value = serde_json::from_str(&ev.unwrap().data).unwrap();
+        let started = v["stage"] == "agent_started";
+        events.push(v);
+        if started {
+            break;
+        }
+    }
+    let signalled = std::time::Instant::now();
+    std::process::Command::new("kill").args(["-TERM", &child.id().unwrap().to_string()]).status().unwrap();
+    while let Some(ev) = tokio::time::timeout(Duration::from_secs(10), stream.next()).await.expect("the stream ends") {
+        events.push(serde_json::from_str(&ev.unwrap().data).unwrap());
+    }
+    assert_eq!(done_code(&events), "shutting_down");
+    let status = tokio::time::timeout(Duration::from_secs(15), child.wait()).await.expect("the server exits").unwrap();
+    let took = signalled.elapsed();
+    assert!(status.success(), "{status:?}");
+    // drain (2 s) + the 2 s margin, with room for a slow machine; it was drain + drain + 5 s = 9 s.
+    assert!(took < Duration::from_millis(6500), "exit took {took:?}");
+
+    // After a restart the cut-off turn is there, marked, and the clarification is still pending.
+    let (mut again, base) = serve_process(&app.config_path, &db, "2s").await;
+    let session: Value =
+        reqwest::get(format!("{base}/v1/sessions/{th}?user_id=u1")).await.unwrap().json().await.unwrap();
+    let history = session["history"].as_array().unwrap();
+    assert_eq!(history.len(), 2, "{session:#}");
+    assert_eq!(history[1]["query"], "上海天气怎么样");
+    assert_eq!(history[1]["interrupted"], true, "{session:#}");
+    assert!(history[0].get("interrupted").is_none(), "a finished turn has no flag: {session:#}");
+    assert!(!session["pending"].is_null(), "the clarification is kept: {session:#}");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    again.kill().await.unwrap();
+}

@@ -25,8 +25,8 @@ error-turn-failed = Sorry, something went wrong while handling your request. Ple
 error-session-store = Sorry, conversations are unavailable right now. Please try again later.
 # An earlier turn of the thread still runs: this one waited past its deadline or the queue is full.
 error-thread-busy = Sorry, this conversation is still busy with an earlier request. Please try again in a moment.
-# The stream is cut by a shutdown; the turn goes on and is saved.
-error-shutting-down = The service is restarting; this request's result will be kept in the conversation. Please check back or retry.
+# The stream is cut by a shutdown; the turn, if still running, is cut off and saved as interrupted.
+error-shutting-down = The service is restarting and this request was interrupted. Please try again in a moment.
 
 ## Switchboard as an A2A agent
 

@@ -134,8 +134,8 @@ pub fn shutdown_text(registry: &Registry, query: &str) -> String {
 }
 
 /// A turn's events until its `done` — or until the server's drain deadline passes, then one
-/// synthetic `error` done event with `shutdown_text` ends the stream (the turn itself goes on and
-/// is saved).
+/// synthetic `error` done event with `shutdown_text` ends the stream (the turn itself is cut off at
+/// the same deadline and saved as interrupted).
 pub fn drained(
     events: tokio::sync::mpsc::UnboundedReceiver<StageEvent>,
     shutdown: CancellationToken,

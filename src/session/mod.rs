@@ -46,6 +46,10 @@ pub struct HistoryEntry {
     /// When it was answered (RFC 3339 on the wire).
     #[serde(with = "crate::conversation::rfc3339")]
     pub at: DateTime<Utc>,
+    /// The turn was cut off by a shutdown before it finished (`answer` is then empty and the
+    /// rest of the session is as it was before the turn). Absent when `false`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 /// A conversation: `(user_id, thread_id)`, its memory and its lifecycle state.
@@ -424,7 +428,7 @@ mod tests {
     use super::*;
 
     fn turn(id: &str) -> HistoryEntry {
-        HistoryEntry { turn_id: id.into(), query: "q".into(), answer: "a".into(), at: Utc::now() }
+        HistoryEntry { turn_id: id.into(), query: "q".into(), answer: "a".into(), at: Utc::now(), interrupted: false }
     }
 
     #[test]

@@ -60,6 +60,15 @@ pub struct Supervisor {
     pub llm: Option<Arc<LlmPlanner>>,
     /// Turns in flight (a shutdown waits for their session writes).
     pub turns: tokio_util::task::TaskTracker,
+    /// Cancelled when a shutdown's drain deadline passes: turns still running are cut off and
+    /// save what they have (see `run_turn`); open streams end (`api::chat::drained`).
+    pub shutdown: tokio_util::sync::CancellationToken,
+}
+
+/// The `done` event of a turn cut off by a shutdown.
+fn shutting_down(registry: &Registry, lang: Lang) -> StageEvent {
+    let text = registry.texts().get(lang, "error-shutting-down", &[]);
+    StageEvent::new(Stage::Error, text).state("error", json!({ "code": "shutting_down" }))
 }
 
 /// A started turn.
@@ -81,6 +90,7 @@ impl Supervisor {
             executor: Executor::default(),
             llm: None,
             turns: tokio_util::task::TaskTracker::new(),
+            shutdown: tokio_util::sync::CancellationToken::new(),
         }
     }
 
@@ -131,8 +141,16 @@ impl Supervisor {
         // The turn's deadline counts from its arrival: waiting for the thread's lock uses it up.
         let deadline = tokio::time::Instant::now() + registry.settings.request_timeout.0;
         let max_queued = registry.settings.max_queued_turns_per_thread as usize;
-        let opened = self.sessions.open_within(&req.user_id, &thread_id, deadline, max_queued).await;
+        let opened = tokio::select! {
+            opened = self.sessions.open_within(&req.user_id, &thread_id, deadline, max_queued) => Some(opened),
+            () = self.shutdown.cancelled() => None,
+        };
         crate::metrics::stage("session_load", started.elapsed());
+        let Some(opened) = opened else {
+            // Cut off by a shutdown while waiting for the thread: nothing was done, nothing to save.
+            sink.emit(shutting_down(&registry, lang));
+            return;
+        };
         let mut guard = match opened {
             Ok(g) => g,
             Err(e @ (StoreError::Busy | StoreError::QueueFull(_))) => {
@@ -162,7 +180,21 @@ impl Supervisor {
             guard.session.history.iter().rev().map(|h| h.query.as_str()).find(|q| q.chars().any(char::is_alphabetic));
         let lang = Lang::of_turn(&req.query, earlier.map_or(lang, Lang::detect));
         let ctx = turn::TurnCtx::new(&registry, &req, &thread_id, lang, &sink, Utc::now(), deadline);
-        let answer = self.respond(&ctx, &mut guard.session).await;
+        let before = guard.session.clone();
+        let answer = tokio::select! {
+            answer = self.respond(&ctx, &mut guard.session) => Some(answer),
+            () = self.shutdown.cancelled() => None,
+        };
+        let interrupted = answer.is_none();
+        if interrupted {
+            // Cut off by a shutdown: the session stays as it was before the turn (a pending
+            // clarification is kept), and the turn is recorded as interrupted.
+            tracing::warn!(thread = %thread_id, "turn cut off by the shutdown; saving it as interrupted");
+            guard.session = before;
+            if !sink.is_done() {
+                sink.emit(shutting_down(&registry, lang));
+            }
+        }
         tracing::info!(
             outcome = sink.done_stage().map_or("none", Stage::as_str),
             elapsed_ms = turn_started.elapsed().as_millis() as u64,
@@ -171,8 +203,9 @@ impl Supervisor {
         let turn = HistoryEntry {
             turn_id: uuid::Uuid::new_v4().simple().to_string(),
             query: req.query,
-            answer,
+            answer: answer.unwrap_or_default(),
             at: Utc::now(),
+            interrupted,
         };
         guard.session.push_turn(turn, registry.settings.memory_max_history as usize);
         let started = std::time::Instant::now();
