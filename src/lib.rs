@@ -9,7 +9,8 @@
 //! A request flows through the stages in this order (see ARCHITECTURE.md):
 //! - [`text`]: the texts users read (a Fluent catalog, embedded, overridable) and their
 //!   language; the lowest layer.
-//! - [`config`]: the file format, loading and validation (every error, with location).
+//! - [`config`]: the file format, loading and validation (every error, with location); [`files`]:
+//!   bounded reads of the files it names.
 //! - [`registry`]: immutable, versioned snapshots of a valid config; atomic swaps.
 //! - [`reload`]: the watcher and the single reload loop (files, `SIGHUP`, admin endpoint).
 //! - [`matching`]: term matching and semantic-key extractors, compiled per snapshot.
@@ -40,6 +41,7 @@ pub mod conversation;
 pub mod dispatch;
 pub mod events;
 pub mod executor;
+pub mod files;
 pub mod llm;
 pub mod logging;
 pub mod matching;

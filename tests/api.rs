@@ -137,3 +137,36 @@ async fn config_validate_checks_a_candidate_without_applying_it() {
     assert!(!body["error"]["errors"].as_array().unwrap().is_empty());
     assert_eq!(app.get("/v1/config").await["version"], 1, "nothing applied");
 }
+
+#[tokio::test]
+async fn config_validate_refuses_files_that_are_not_regular_or_too_large() {
+    // Issue 12 #6: `widgets_map: /dev/zero` never answered and grew memory without bound.
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let url = format!("{}/v1/config/validate", app.base);
+    let dir = app.config_path.parent().unwrap();
+    let huge = dir.join("huge.json");
+    let file = std::fs::File::create(&huge).unwrap();
+    file.set_len(switchboard::files::MAX_FILE_BYTES + 1).unwrap();
+    for (widgets, why) in
+        [("/dev/zero", "not a regular file"), ("huge.json", "larger than"), (".", "not a regular file")]
+    {
+        let mut cfg = app.config.clone();
+        cfg["widgets_map"] = json!(widgets);
+        let resp = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            app.client.post(&url).bearer_auth("test-admin").body(serde_yaml_ng::to_string(&cfg).unwrap()).send(),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("validating widgets_map: {widgets} answered"))
+        .unwrap();
+        assert_eq!(resp.status(), 422, "{widgets}");
+        let body: Value = resp.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "invalid_config");
+        let errors = body["error"]["errors"].as_array().unwrap();
+        assert!(
+            errors.iter().any(|e| e["message"].as_str().unwrap().contains(why)
+                && e["file"].as_str().unwrap().ends_with(widgets.trim_start_matches('/'))),
+            "{widgets}: {body:#}"
+        );
+    }
+}

@@ -123,7 +123,7 @@ pub struct LoadedConfig {
 /// # Errors
 /// [`ConfigErrors`] with every problem found (missing/empty file, syntax, schema, references).
 pub fn load(path: &Path) -> Result<LoadedConfig, ConfigErrors> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::files::read_text(path, crate::files::MAX_FILE_BYTES)
         .map_err(|e| ConfigErrors(vec![ConfigError::whole(path.display().to_string(), format!("cannot read: {e}"))]))?;
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
     load_from_str(&text, path, &base, &|name| std::env::var(name).ok())
@@ -241,8 +241,8 @@ impl Checker<'_> {
     fn read_json(&mut self, rel: &str) -> Result<Value, ConfigError> {
         let path = self.base_dir.join(rel);
         let shown = path.display().to_string();
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| ConfigError::whole(&shown, format!("cannot read: {e}")))?;
+        let text = crate::files::read_text(&path, crate::files::MAX_FILE_BYTES)
+            .map_err(|e| ConfigError::whole(&shown, format!("cannot read: {e}")))?;
         self.hasher.update(rel.as_bytes());
         self.hasher.update(text.as_bytes());
         self.sources.push(path);
@@ -258,13 +258,17 @@ impl Checker<'_> {
     fn prompts(&mut self, dir: &str) -> Prompts {
         let mut read = |name: &str, builtin: &str| {
             let path = self.base_dir.join(dir).join(format!("{name}.md"));
-            match std::fs::read_to_string(&path) {
+            match crate::files::read_text(&path, crate::files::MAX_FILE_BYTES) {
                 Ok(text) => {
                     self.hasher.update(text.as_bytes());
                     self.sources.push(path);
                     text
                 }
-                Err(_) => builtin.to_string(),
+                Err(crate::files::ReadError::NotFound) => builtin.to_string(),
+                Err(e) => {
+                    self.errors.push(ConfigError::whole(path.display().to_string(), format!("cannot read: {e}")));
+                    builtin.to_string()
+                }
             }
         };
         Prompts {

@@ -341,7 +341,7 @@ pub fn read_overrides(dir: &Path) -> (Vec<OverrideFile>, Vec<TextError>) {
             }
         };
         for file in paths.into_iter().filter(|p| is_ftl(p)) {
-            match std::fs::read_to_string(&file) {
+            match crate::files::read_text(&file, crate::files::MAX_FILE_BYTES) {
                 Ok(source) => files.push(OverrideFile { lang, path: file, source }),
                 Err(e) => errors.push(whole(&file, format!("cannot read: {e}"))),
             }
