@@ -191,3 +191,40 @@ async fn sighup_reloads() {
     assert!(status.success());
     app.wait_config(|s| s["version"] == 2).await;
 }
+
+#[tokio::test]
+async fn an_invalid_file_is_one_failed_reload_until_its_content_changes() {
+    // Issue 12 #7: reading the files is itself a file event, so one invalid file was reloaded,
+    // counted and logged again and again.
+    let app = spawn_app().await;
+    let broken = "version: 1\nagents:\n  - id: [broken\n";
+    std::fs::write(&app.config_path, broken).unwrap();
+    let status = app.wait_config(|s| !s["last_error"].is_null()).await;
+    assert_eq!(status["reloads_failed"], 1, "{status}");
+    // Ten debounce periods later it is still one failure.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let status = app.get("/v1/config").await;
+    assert_eq!(status["reloads_failed"], 1, "reloaded again without a change: {status}");
+
+    // The same content written again is looked at, but it is not another failure.
+    let attempted = status["last_attempt_at"].clone();
+    std::fs::write(&app.config_path, broken).unwrap();
+    let status = app.wait_config(|s| s["last_attempt_at"] != attempted).await;
+    assert_eq!(status["reloads_failed"], 1, "{status}");
+    assert!(!status["last_error"].is_null(), "the error is still shown: {status}");
+
+    // Different invalid content is a new failure, once.
+    std::fs::write(&app.config_path, "version: 1\nagents: [\n").unwrap();
+    let status = app.wait_config(|s| s["reloads_failed"] == 2).await;
+    assert_eq!(status["version"], 1);
+    tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+    assert_eq!(app.get("/v1/config").await["reloads_failed"], 2);
+
+    // A valid edit is picked up.
+    let mut cfg = app.config.clone();
+    cfg["supervisor"]["max_parallel_tasks"] = json!(4);
+    app.rewrite(&cfg);
+    let status = app.wait_config(|s| s["version"] == 2).await;
+    assert!(status["last_error"].is_null());
+    assert_eq!(status["reloads_ok"], 1);
+}

@@ -123,10 +123,24 @@ pub struct LoadedConfig {
 /// # Errors
 /// [`ConfigErrors`] with every problem found (missing/empty file, syntax, schema, references).
 pub fn load(path: &Path) -> Result<LoadedConfig, ConfigErrors> {
-    let text = crate::files::read_text(path, crate::files::MAX_FILE_BYTES)
-        .map_err(|e| ConfigErrors(vec![ConfigError::whole(path.display().to_string(), format!("cannot read: {e}"))]))?;
+    load_traced(path).0
+}
+
+/// [`load`], also returning every path it read or tried to read (the config, the files it
+/// names, the texts directory), whether the load succeeded or not: what a reload watches for
+/// changes.
+pub fn load_traced(path: &Path) -> (Result<LoadedConfig, ConfigErrors>, Vec<PathBuf>) {
+    let mut touched = vec![path.to_path_buf()];
+    let text = match crate::files::read_text(path, crate::files::MAX_FILE_BYTES) {
+        Ok(text) => text,
+        Err(e) => {
+            let error = ConfigError::whole(path.display().to_string(), format!("cannot read: {e}"));
+            return (Err(ConfigErrors(vec![error])), touched);
+        }
+    };
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    load_from_str(&text, path, &base, &|name| std::env::var(name).ok())
+    let result = load_inner(&text, path, &base, &|name| std::env::var(name).ok(), &mut touched);
+    (result, touched)
 }
 
 /// Validates config `text` as if it were the file `path`, resolving relative paths against
@@ -139,6 +153,16 @@ pub fn load_from_str(
     path: &Path,
     base_dir: &Path,
     env: &dyn Fn(&str) -> Option<String>,
+) -> Result<LoadedConfig, ConfigErrors> {
+    load_inner(text, path, base_dir, env, &mut Vec::new())
+}
+
+fn load_inner(
+    text: &str,
+    path: &Path,
+    base_dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+    touched: &mut Vec<PathBuf>,
 ) -> Result<LoadedConfig, ConfigErrors> {
     let file_name = path.display().to_string();
     if text.trim().is_empty() {
@@ -176,6 +200,7 @@ pub fn load_from_str(
         sources: vec![path.to_path_buf()],
         schema_cache: HashMap::new(),
         secrets: Vec::new(),
+        touched,
     };
     check.hasher.update(text.as_bytes());
     let widgets = check.widgets(&file.widgets_map);
@@ -231,6 +256,8 @@ struct Checker<'a> {
     sources: Vec<PathBuf>,
     schema_cache: HashMap<PathBuf, Option<Arc<Value>>>,
     secrets: Vec<String>,
+    /// Every path read or tried (see [`load_traced`]).
+    touched: &'a mut Vec<PathBuf>,
 }
 
 impl Checker<'_> {
@@ -240,6 +267,7 @@ impl Checker<'_> {
 
     fn read_json(&mut self, rel: &str) -> Result<Value, ConfigError> {
         let path = self.base_dir.join(rel);
+        self.touched.push(path.clone());
         let shown = path.display().to_string();
         let text = crate::files::read_text(&path, crate::files::MAX_FILE_BYTES)
             .map_err(|e| ConfigError::whole(&shown, format!("cannot read: {e}")))?;
@@ -258,6 +286,7 @@ impl Checker<'_> {
     fn prompts(&mut self, dir: &str) -> Prompts {
         let mut read = |name: &str, builtin: &str| {
             let path = self.base_dir.join(dir).join(format!("{name}.md"));
+            self.touched.push(path.clone());
             match crate::files::read_text(&path, crate::files::MAX_FILE_BYTES) {
                 Ok(text) => {
                     self.hasher.update(text.as_bytes());
@@ -282,12 +311,17 @@ impl Checker<'_> {
     fn texts(&mut self, texts_dir: Option<&str>) -> Arc<Texts> {
         let Some(rel) = texts_dir else { return Texts::shipped() };
         let dir = self.base_dir.join(rel);
+        self.touched.push(dir.clone());
         if !dir.is_dir() {
             self.err("/supervisor/texts_dir".into(), format!("{} is not a directory", dir.display()));
             return Texts::shipped();
         }
         let (files, read_errors) = read_overrides(&dir);
         for f in &files {
+            self.touched.push(f.path.clone());
+            if let Some(locale_dir) = f.path.parent() {
+                self.touched.push(locale_dir.to_path_buf());
+            }
             self.hasher.update(f.path.to_string_lossy().as_bytes());
             self.hasher.update(f.source.as_bytes());
             self.sources.push(f.path.clone());

@@ -11,7 +11,8 @@ pub mod model;
 
 pub use cards::card_url;
 pub use load::{
-    compile_schema, key_subschema, load, load_from_str, ConfigError, ConfigErrors, LoadedConfig, Prompts, ResolvedCard,
+    compile_schema, key_subschema, load, load_from_str, load_traced, ConfigError, ConfigErrors, LoadedConfig, Prompts,
+    ResolvedCard,
 };
 pub use model::{
     config_json_schema, AgentId, CapabilityCardSpec, ConfigFile, EndpointSpec, ExtractSpec, HumanDuration,

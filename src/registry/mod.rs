@@ -298,6 +298,14 @@ impl RegistryHandle {
         }
     }
 
+    /// Records an attempt that was rejected with the same errors on the same content as the last
+    /// rejection: only its time, not as another failed reload (`last_error` stays).
+    pub fn note_repeated_rejection(&self) {
+        if let Ok(mut st) = self.status.lock() {
+            st.last_attempt_at = Some(chrono::Utc::now().to_rfc3339());
+        }
+    }
+
     /// Loads and validates the config at `path` into a version-1 handle.
     ///
     /// # Errors

@@ -4,11 +4,15 @@
 //! The watcher watches the *directories* of every file the serving snapshot was built from
 //! (non-recursively), because editors and Kubernetes replace files by rename or by swapping the
 //! `..data` symlink rather than writing in place. Events are debounced (`notify-debouncer-mini`,
-//! 150 ms), then everything is re-read and validated off the async runtime, and
-//! [`RegistryHandle::apply`] swaps the snapshot only if the result is valid and different.
+//! 150 ms); an event leads to a reload only when a file the last attempt read (or tried to), the
+//! config or a watched directory changed on disk (metadata; reading the files is itself an event).
+//! Then everything is re-read and validated off the async runtime, and
+//! [`RegistryHandle::apply`] swaps the snapshot only if the result is valid and different. A
+//! rejection with the same errors on the same config text as the last one is not counted or
+//! logged again.
 //! **Invariant:** an invalid config never replaces the serving registry.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -106,8 +110,14 @@ pub fn spawn(handle: Arc<RegistryHandle>, path: PathBuf, watch_files: bool) -> R
     }
 
     let reloader = Reloader { tx, watching: watch_files };
+    // What the last attempt read or tried to read, and how those files (and the watched
+    // directories) looked when it started: a file event that changed none of them is not a reason
+    // to reload (reading the files is itself a file event). Taken now, before any edit can come.
+    let mut touched: Vec<PathBuf> = handle.load().sources.clone();
+    let mut last_stamp = stamp(&path, &touched, &watched);
     tokio::spawn(async move {
         let mut last_failed = false;
+        let mut last_rejection: Option<Vec<u8>> = None;
         loop {
             let req = tokio::select! {
                 Some(req) = rx.recv() => req,
@@ -117,12 +127,36 @@ pub fn spawn(handle: Arc<RegistryHandle>, path: PathBuf, watch_files: bool) -> R
                     if !last_failed && !paths.iter().any(|p| relevant(p, &sources)) {
                         continue;
                     }
+                    if stamp(&path, &touched, &watched) == last_stamp {
+                        continue;
+                    }
                     ReloadRequest { cause: "file", reply: None }
                 }
                 else => break,
             };
-            let loaded = snapshot::load_snapshot(&path).await;
-            let outcome = handle.apply_checked(loaded, &routing_gate);
+            let before = stamp(&path, &touched, &watched);
+            let (result, now_touched) = snapshot::load_snapshot_traced(&path).await;
+            // Files the new content names that the last attempt did not read: stamped as they are
+            // now.
+            let mut after = stamp(&path, &now_touched, &watched);
+            after.extend(before);
+            last_stamp = after;
+            touched = now_touched;
+            // The same errors on the same config text as the last rejection: not another failed
+            // reload (not counted, not logged again; `GET /v1/config` still shows it).
+            let rejection = result.as_ref().err().map(|e| rejection_key(&path, e));
+            if rejection.is_some() && rejection == last_rejection {
+                handle.note_repeated_rejection();
+                tracing::debug!(cause = req.cause, "config still invalid, unchanged");
+                if let Some(reply) = req.reply {
+                    let version = handle.load().version;
+                    let errors = handle.status().last_error.unwrap_or_default();
+                    let _ = reply.send(ReloadOutcome::Rejected { version, errors });
+                }
+                continue;
+            }
+            last_rejection = rejection;
+            let outcome = handle.apply_checked(result, &routing_gate);
             last_failed = matches!(outcome, ReloadOutcome::Rejected { .. });
             match &outcome {
                 ReloadOutcome::Swapped { version, .. } => crate::metrics::reload("ok", *version),
@@ -148,6 +182,48 @@ fn routing_gate(registry: &crate::registry::Registry) -> Vec<crate::config::Conf
     } else {
         Vec::new()
     }
+}
+
+/// How `config`, `touched` and `dirs` look on disk (metadata only: reading a file would itself be
+/// a file event).
+fn stamp(config: &Path, touched: &[PathBuf], dirs: &BTreeSet<PathBuf>) -> BTreeMap<PathBuf, Option<FileStamp>> {
+    std::iter::once(config)
+        .chain(touched.iter().map(PathBuf::as_path))
+        .chain(dirs.iter().map(PathBuf::as_path))
+        .map(|p| (p.to_path_buf(), std::fs::metadata(p).ok().map(|m| FileStamp::of(&m))))
+        .collect()
+}
+
+/// Size, modification time and inode of a file or directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileStamp {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    inode: u64,
+}
+
+impl FileStamp {
+    fn of(m: &std::fs::Metadata) -> Self {
+        #[cfg(unix)]
+        let inode = std::os::unix::fs::MetadataExt::ino(m);
+        #[cfg(not(unix))]
+        let inode = 0;
+        Self { len: m.len(), modified: m.modified().ok(), inode }
+    }
+}
+
+/// What identifies a rejection: the config's text and the errors.
+fn rejection_key(config: &Path, errors: &crate::config::ConfigErrors) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    if let Ok(text) = crate::files::read_text(config, crate::files::MAX_FILE_BYTES) {
+        h.update(text.as_bytes());
+    }
+    for e in &errors.0 {
+        h.update(e.to_string().as_bytes());
+        h.update([0]);
+    }
+    h.finalize().to_vec()
 }
 
 /// The directories holding `sources` (and the config itself).
