@@ -8,15 +8,45 @@ use serde_json::{json, Value};
 
 use crate::common::*;
 
+/// The anonymous caller the tests are (the demo config allows anonymous callers): one token, so
+/// every run of a test is the same caller, as a browser keeping the token would be.
+const CALLER_TOKEN: &str = "5ca1ab1e5ca1ab1e5ca1ab1e5ca1ab1e";
+
+/// The user [`CALLER_TOKEN`] is served as (for `GET /v1/sessions`).
+fn caller() -> String {
+    switchboard::api::identity::user_of(CALLER_TOKEN)
+}
+
+/// A run of the test's caller.
 async fn run(app: &TestApp, body: Value) -> Vec<Value> {
-    let resp = app.client.post(format!("{}/v1/ag-ui", app.base)).json(&body).send().await.unwrap();
+    let me = Anon { token: CALLER_TOKEN.into(), user: caller() };
+    run_as(app, body, Some(&me)).await.0
+}
+
+/// An anonymous caller: what the server told it (`x-anonymous-token`, `x-user-id`).
+#[derive(Debug, Clone, Default)]
+struct Anon {
+    token: String,
+    user: String,
+}
+
+/// A run sending `x-anonymous-token` when `anon` is given; returns the events and the identity the
+/// server answered with (empty for a caller that named a user).
+async fn run_as(app: &TestApp, body: Value, anon: Option<&Anon>) -> (Vec<Value>, Anon) {
+    let mut req = app.client.post(format!("{}/v1/ag-ui", app.base)).json(&body);
+    if let Some(a) = anon {
+        req = req.header("x-anonymous-token", &a.token);
+    }
+    let resp = req.send().await.unwrap();
     assert_eq!(resp.status(), 200);
+    let header = |name: &str| resp.headers().get(name).map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+    let told = Anon { token: header("x-anonymous-token"), user: header("x-user-id") };
     let mut events = Vec::new();
     let mut stream = resp.bytes_stream().eventsource();
     while let Some(ev) = stream.next().await {
         events.push(serde_json::from_str::<Value>(&ev.unwrap().data).unwrap());
     }
-    events
+    (events, told)
 }
 
 fn types(events: &[Value]) -> Vec<&str> {
@@ -139,7 +169,7 @@ async fn a_cancelled_interrupt_drops_the_pending_work() {
     let id = first.last().unwrap()["outcome"]["interrupts"][0]["id"].clone();
     let second = run(&app, json!({ "threadId": "agui-thread-2", "runId": "r2", "messages": [], "resume": [{ "interruptId": id, "status": "cancelled" }] })).await;
     check_run(&second);
-    let s: Value = app.get("/v1/sessions/agui-thread-2?user_id=ag-ui").await;
+    let s: Value = app.get(&format!("/v1/sessions/agui-thread-2?user_id={}", caller())).await;
     assert!(s["pending"].is_null());
 }
 
@@ -148,7 +178,7 @@ async fn an_interrupt_expires_when_the_stored_clarification_does() {
     let app = spawn_app_with(Setup::default(), |_| {}).await;
     let first = run(&app, json!({ "threadId": "agui-thread-4", "runId": "r1", "messages": [{ "id": "m1", "role": "user", "content": "帮我订个酒店" }] })).await;
     let expires = first.last().unwrap()["outcome"]["interrupts"][0]["expiresAt"].as_str().unwrap().to_string();
-    let s: Value = app.get("/v1/sessions/agui-thread-4?user_id=ag-ui").await;
+    let s: Value = app.get(&format!("/v1/sessions/agui-thread-4?user_id={}", caller())).await;
     assert_eq!(s["pending"]["expires_at"].as_str().unwrap(), expires, "one expiry, stored and shown");
 }
 
@@ -243,7 +273,8 @@ async fn a_sub_agents_question_is_an_interrupt_answered_in_text() {
 async fn a_resume_naming_no_pending_interrupt_is_refused() {
     let app = spawn_app_with(Setup::default(), |_| {}).await;
     let post = |body: Value| {
-        let req = app.client.post(format!("{}/v1/ag-ui", app.base)).json(&body);
+        let req =
+            app.client.post(format!("{}/v1/ag-ui", app.base)).header("x-anonymous-token", CALLER_TOKEN).json(&body);
         async move { req.send().await.unwrap() }
     };
     let resume = |run: &str, id: &Value| {
@@ -310,4 +341,63 @@ async fn a_key_of_an_agent_without_input_schema_is_a_described_text_field() {
         "{interrupt}"
     );
     assert_eq!(interrupt["responseSchema"]["required"], json!(["travel_date"]));
+}
+
+#[tokio::test]
+async fn anonymous_callers_are_not_merged_into_one_user() {
+    // Issue 12 #8: every AG-UI run without a user was user `ag-ui`, so a second caller resumed the
+    // first caller's pending hotel booking.
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let start = json!({ "threadId": "agui-shared", "runId": "r1", "messages": [{ "id": "m1", "role": "user", "content": "帮我订个酒店" }] });
+    let (first, alice) = run_as(&app, start, None).await;
+    assert_eq!(alice.token.len(), 32, "a token is issued: {alice:?}");
+    assert!(alice.user.starts_with("anon-"), "{alice:?}");
+    let interrupt = first.last().unwrap()["outcome"]["interrupts"][0]["id"].clone();
+    let resume = |run: &str| {
+        json!({ "threadId": "agui-shared", "runId": run, "messages": [],
+                "resume": [{ "interruptId": interrupt, "status": "resolved",
+                             "payload": { "city": "北京", "check_in_date": "2026-12-01" } }] })
+    };
+
+    // Someone else on the same thread id, without the token or with a guessed one: a caller with
+    // nothing pending there (400 unknown_interrupt); the booking is not made.
+    for token in [None, Some("0123456789abcdef0123456789abcdef")] {
+        let mut req = app.client.post(format!("{}/v1/ag-ui", app.base)).json(&resume("r2"));
+        if let Some(t) = token {
+            req = req.header("x-anonymous-token", t);
+        }
+        let resp = req.send().await.unwrap();
+        assert_eq!(resp.status(), 400, "{token:?}");
+        assert_eq!(resp.json::<Value>().await.unwrap()["error"]["code"], "unknown_interrupt");
+        assert!(app.calls("hotel_agent").is_empty(), "another caller resumed the booking");
+    }
+    let s: Value = app.get(&format!("/v1/sessions/agui-shared?user_id={}", alice.user)).await;
+    assert!(!s["pending"].is_null(), "the first caller's booking still waits: {s}");
+
+    // The first caller, with its token, resumes it.
+    let (events, again) = run_as(&app, resume("r3"), Some(&alice)).await;
+    assert_eq!(again.user, alice.user);
+    assert_eq!(events.last().unwrap()["outcome"]["type"], "success", "{events:#?}");
+    assert_eq!(app.calls("hotel_agent").len(), 1);
+}
+
+#[tokio::test]
+async fn anonymous_callers_are_refused_when_denied() {
+    let app = spawn_app_with(Setup::default(), |c| c["supervisor"]["anonymous"] = json!("deny")).await;
+    let body =
+        json!({ "threadId": "t", "runId": "r", "messages": [{ "id": "m1", "role": "user", "content": "你好" }] });
+    let resp = app.client.post(format!("{}/v1/ag-ui", app.base)).json(&body).send().await.unwrap();
+    assert_eq!(resp.status(), 400);
+    assert_eq!(resp.json::<Value>().await.unwrap()["error"]["code"], "user_required");
+    let named = json!({ "threadId": "t", "runId": "r", "state": { "user_id": "alice" },
+                        "messages": [{ "id": "m1", "role": "user", "content": "你好" }] });
+    let (events, told) = run_as(&app, named, None).await;
+    check_run(&events);
+    assert!(told.token.is_empty(), "a named caller gets no token");
+    // /a2a: a JSON-RPC error.
+    let rpc = json!({ "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                      "params": { "message": { "messageId": "m", "role": "ROLE_USER", "parts": [{ "text": "你好" }] } } });
+    let resp: Value =
+        app.client.post(format!("{}/a2a", app.base)).json(&rpc).send().await.unwrap().json().await.unwrap();
+    assert_eq!(resp["error"]["code"], -32600, "{resp}");
 }

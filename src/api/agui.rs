@@ -24,6 +24,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use super::error::{ApiError, ApiJson};
+use super::identity::{Anonymous, DENIED};
 use super::AppState;
 use crate::config::key_subschema;
 use crate::events::{Stage, StageEvent};
@@ -43,7 +44,7 @@ pub struct RunAgentInput {
     #[serde(default)]
     pub messages: Vec<Value>,
     /// Frontend state; `state.user_id` names the user (else header `x-user-id`, else
-    /// `forwardedProps.user_id`, else `"ag-ui"`).
+    /// `forwardedProps.user_id`, else the caller is anonymous: see [`super::identity`]).
     #[serde(default)]
     pub state: Value,
     /// Forwarded props.
@@ -67,14 +68,13 @@ pub struct ResumeEntry {
     pub payload: Value,
 }
 
-fn user_id(input: &RunAgentInput, headers: &HeaderMap) -> String {
+fn user_id(input: &RunAgentInput, headers: &HeaderMap) -> Option<String> {
     input.state["user_id"]
         .as_str()
         .or_else(|| headers.get("x-user-id").and_then(|v| v.to_str().ok()))
         .or_else(|| input.forwarded_props["user_id"].as_str())
         .filter(|u| !u.is_empty())
-        .unwrap_or("ag-ui")
-        .to_string()
+        .map(str::to_string)
 }
 
 fn last_user_text(messages: &[Value]) -> String {
@@ -96,8 +96,15 @@ pub async fn run(
     State(state): State<AppState>,
     headers: HeaderMap,
     ApiJson(input): ApiJson<RunAgentInput>,
-) -> Result<impl IntoResponse, ApiError> {
-    let user = user_id(&input, &headers);
+) -> Result<axum::response::Response, ApiError> {
+    let policy = state.supervisor.registry.load().settings.anonymous;
+    let (user, anonymous) = match user_id(&input, &headers) {
+        Some(user) => (user, None),
+        None => {
+            let a = Anonymous::of(&headers, policy).ok_or_else(|| ApiError::bad_request("user_required", DENIED))?;
+            (a.user_id.clone(), Some(a))
+        }
+    };
     // The sub-tasks the resumed interrupts name: they must be pending.
     let pending = if input.resume.is_empty() {
         Vec::new()
@@ -161,7 +168,11 @@ pub async fn run(
     });
     let stream =
         futures::stream::iter(first).chain(events).map(|v| Ok::<_, Infallible>(Event::default().data(v.to_string())));
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    let mut response = Sse::new(stream).keep_alive(KeepAlive::default()).into_response();
+    if let Some(a) = &anonymous {
+        a.tell(response.headers_mut());
+    }
+    Ok(response)
 }
 
 /// Translates one turn's stage events into AG-UI events.

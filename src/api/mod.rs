@@ -7,6 +7,7 @@ pub mod a2a;
 pub mod agui;
 pub mod chat;
 pub mod error;
+pub mod identity;
 pub mod limits;
 
 use std::sync::Arc;

@@ -72,6 +72,11 @@ pub struct SupervisorSettings {
     /// (`thread_queue_full`). `0` refuses any second concurrent turn of a thread.
     #[schemars(range(min = 0, max = 1000))]
     pub max_queued_turns_per_thread: u32,
+    /// Callers that name no user (an AG-UI run without `state.user_id`, `x-user-id` or
+    /// `forwardedProps.user_id`; an `/a2a` call without `x-user-id`), Switchboard extension:
+    /// `deny` (default) refuses them; `allow` makes each its own user, bound to a server-issued
+    /// token sent back in `x-anonymous-token`.
+    pub anonymous: AnonymousCallers,
     /// Per-agent circuit breaker (Switchboard extension).
     pub circuit_breaker: BreakerSettings,
     /// Directory of text overrides, relative to this file (Switchboard extension; unset: the
@@ -84,6 +89,17 @@ pub struct SupervisorSettings {
     /// an edit that misroutes one of them, like an invalid file (Switchboard extension; default
     /// `false`). `switchboard validate` runs them regardless.
     pub reload_requires_routing_tests: bool,
+}
+
+/// `supervisor.anonymous`: what to do with callers that name no user.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum AnonymousCallers {
+    /// Refuse them (400 on AG-UI, a JSON-RPC error on `/a2a`).
+    #[default]
+    Deny,
+    /// Serve each as its own user, bound to a server-issued token.
+    Allow,
 }
 
 /// `supervisor.circuit_breaker`: opens on a failure ratio over a window of recent calls, lets one
@@ -125,6 +141,7 @@ impl Default for SupervisorSettings {
             default_agent_timeout: HumanDuration(Duration::from_secs(30)),
             request_timeout: HumanDuration(Duration::from_secs(60)),
             max_queued_turns_per_thread: 4,
+            anonymous: AnonymousCallers::Deny,
             circuit_breaker: BreakerSettings::default(),
             texts_dir: None,
             reload_requires_routing_tests: false,

@@ -116,6 +116,14 @@ async def run_call(client, label: str, msg: Message, cancel_after: float | None)
 async def main_async(args) -> int:
     data = json.loads(args.data) if args.data else None
     async with httpx.AsyncClient(timeout=httpx.Timeout(args.timeout)) as http:
+        # An anonymous caller keeps the identity the server issued it (x-anonymous-token), as a
+        # browser keeps a cookie: without it each call would be a new caller.
+        async def keep_anonymous_token(response: httpx.Response) -> None:
+            token = response.headers.get("x-anonymous-token")
+            if token:
+                http.headers["x-anonymous-token"] = token
+
+        http.event_hooks = {"response": [keep_anonymous_token]}
         card = await A2ACardResolver(http, args.url).get_agent_card()
         emit({"call": "card", "kind": "agentCard",
               "event": MessageToDict(card, preserving_proto_field_name=False)})

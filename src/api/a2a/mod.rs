@@ -35,6 +35,7 @@ use futures::StreamExt;
 use serde_json::{json, Map, Value};
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
+use super::identity::Anonymous;
 use super::AppState;
 use crate::events::{Stage, StageEvent};
 use crate::supervisor::TurnRequest;
@@ -226,9 +227,34 @@ pub async fn rpc(
             .into_response();
     }
     let params = req.params.unwrap_or(Value::Null);
-    let user =
-        headers.get("x-user-id").and_then(|v| v.to_str().ok()).filter(|u| !u.is_empty()).unwrap_or("a2a").to_string();
-    match req.method.as_str() {
+    let named = headers.get("x-user-id").and_then(|v| v.to_str().ok()).filter(|u| !u.is_empty());
+    let (user, anonymous) = match named {
+        Some(user) => (user.to_string(), None),
+        None => match Anonymous::of(&headers, state.supervisor.registry.load().settings.anonymous) {
+            Some(a) => (a.user_id.clone(), Some(a)),
+            None => {
+                let message = "a user identity is required (header x-user-id); anonymous callers are not allowed";
+                return rpc_error(id, -32600, message);
+            }
+        },
+    };
+    let mut response = dispatch_rpc(&state, &headers, id, &req.method, params, &user).await;
+    if let Some(a) = &anonymous {
+        a.tell(response.headers_mut());
+    }
+    response
+}
+
+/// One JSON-RPC call of `user`.
+async fn dispatch_rpc(
+    state: &AppState,
+    headers: &HeaderMap,
+    id: JsonRpcId,
+    method: &str,
+    params: Value,
+    user: &str,
+) -> Response {
+    match method {
         "SendMessage" => match start(&state, params, &user) {
             Ok((started, updates)) if !started.return_immediately => {
                 // Wait for the end: the updates stop when the task is terminal or interrupted.
