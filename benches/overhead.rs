@@ -51,7 +51,8 @@ async fn run() {
     let state = build_state(&path, AppOptions::default()).await.expect("state");
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
-    tokio::spawn(switchboard::app::serve(listener, state, std::future::pending(), Duration::from_secs(1)));
+    let opts = switchboard::app::ServeOptions { drain: Duration::from_secs(1), ..Default::default() };
+    tokio::spawn(switchboard::app::serve(listener, state, std::future::pending(), opts));
 
     let requests = env_or("REQUESTS", 4000);
     let concurrency = env_or("CONCURRENCY", 4);

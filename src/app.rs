@@ -99,69 +99,148 @@ pub async fn build_state(config: &Path, opts: AppOptions) -> Result<AppState, St
 /// cut-off turns save their sessions, the last connections close.
 pub const EXIT_MARGIN: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// How [`serve`] treats connections and shutdown.
+#[derive(Debug, Clone, Copy)]
+pub struct ServeOptions {
+    /// On shutdown, how long open streams and turns may finish.
+    pub drain: std::time::Duration,
+    /// A client must send a request's whole head within this time (HTTP/1), or the connection is
+    /// closed: also the limit for an idle keep-alive connection to start its next request.
+    pub header_read_timeout: std::time::Duration,
+    /// A request body must arrive within this time, or the request fails (408).
+    pub body_read_timeout: std::time::Duration,
+    /// Connections open at once from one client address; more are closed at once.
+    pub max_connections_per_address: usize,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        Self {
+            drain: std::time::Duration::from_secs(10),
+            header_read_timeout: std::time::Duration::from_secs(10),
+            body_read_timeout: std::time::Duration::from_secs(30),
+            max_connections_per_address: 256,
+        }
+    }
+}
+
+/// Open connections per client address; a slot is given back when its connection ends.
+#[derive(Debug, Default)]
+struct PerAddress(std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>);
+
+struct Slot(Arc<PerAddress>, std::net::IpAddr);
+
+impl PerAddress {
+    fn take(this: &Arc<Self>, ip: std::net::IpAddr, max: usize) -> Option<Slot> {
+        let mut map = this.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = map.entry(ip).or_default();
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(Slot(this.clone(), ip))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut map = (self.0).0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = map.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                map.remove(&self.1);
+            }
+        }
+    }
+}
+
 /// Serves `state` on `listener` until `shutdown` resolves, then drains, bounded as a whole: no new
-/// connections; open streams and running turns may finish for up to `drain`; at that deadline
-/// the streams still open end with an `error` done event (`shutting_down`) and the turns still
-/// running are cut off, saving what they have (a history entry marked `interrupted`; the rest of
-/// the session as it was). `serve` returns by `drain` + [`EXIT_MARGIN`] after the signal,
-/// whatever is still open. Accepted connections get `TCP_NODELAY`: stage events are small writes
-/// that must not wait for Nagle's algorithm.
+/// connections; open streams and running turns may finish for up to `opts.drain`; at that
+/// deadline the streams still open end with an `error` done event (`shutting_down`) and the turns
+/// still running are cut off, saving what they have (a history entry marked `interrupted`; the
+/// rest of the session as it was). `serve` returns by `drain` + [`EXIT_MARGIN`] after the signal,
+/// whatever is still open.
+///
+/// Slow clients are bounded too: a request head must arrive within `header_read_timeout`, a body
+/// within `body_read_timeout`, and one client address may hold `max_connections_per_address`
+/// connections. Accepted connections get `TCP_NODELAY`: stage events are small writes that must
+/// not wait for Nagle's algorithm.
 ///
 /// # Errors
-/// The server's IO error.
+/// The listener's IO error.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-    drain: std::time::Duration,
+    opts: ServeOptions,
 ) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    use hyper_util::server::conn::auto::Builder;
+
     let token = state.shutdown.clone();
     let turns = state.supervisor.turns.clone();
-    let (deadline_tx, mut deadline_rx) = tokio::sync::watch::channel(None::<tokio::time::Instant>);
-    let signal = {
+    let router = api::router(state).layer(tower_http::timeout::RequestBodyTimeoutLayer::new(opts.body_read_timeout));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let per_address = Arc::new(PerAddress::default());
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(opts.header_read_timeout);
+
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (tcp, addr) = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of file descriptors and the like: not fatal; wait a little.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let Some(slot) = PerAddress::take(&per_address, addr.ip(), opts.max_connections_per_address) else {
+            tracing::debug!(client = %addr.ip(), "connection refused: too many from this address");
+            crate::metrics::rejected("connections_per_address");
+            continue;
+        };
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::trace!(error = %e, "cannot set TCP_NODELAY");
+        }
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), service).into_owned();
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            let _slot = slot;
+            if let Err(e) = conn.await {
+                tracing::trace!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+
+    let deadline = tokio::time::Instant::now() + opts.drain;
+    tracing::info!(drain = ?opts.drain, "shutting down: draining open streams and turns");
+    drop(listener);
+    let cut = {
         let token = token.clone();
-        async move {
-            shutdown.await;
-            let deadline = tokio::time::Instant::now() + drain;
-            tracing::info!(?drain, "shutting down: draining open streams and turns");
-            let _ = deadline_tx.send(Some(deadline));
-            tokio::spawn(async move {
-                tokio::time::sleep_until(deadline).await;
-                token.cancel();
-            });
-        }
+        tokio::spawn(async move {
+            tokio::time::sleep_until(deadline).await;
+            token.cancel();
+        })
     };
-    let server = std::future::IntoFuture::into_future(
-        axum::serve(nodelay(listener), api::router(state)).with_graceful_shutdown(signal),
-    );
-    // The server returns once every connection is closed; a connection that stays open past the
-    // deadline (a client that does not read) does not hold the exit back.
-    let exit_by = async {
-        // The watch guard is gone before the next await (the future must be Send).
-        let deadline = deadline_rx.wait_for(Option::is_some).await.ok().and_then(|d| *d);
-        let Some(deadline) = deadline else { return std::future::pending().await };
-        tokio::time::sleep_until(deadline + EXIT_MARGIN).await;
-    };
-    let result = tokio::select! {
-        result = server => result,
-        () = exit_by => {
-            tracing::warn!("connections still open at the exit deadline");
-            Ok(())
-        }
-    };
-    let signalled = *deadline_rx.borrow();
-    let deadline = signalled.unwrap_or_else(|| {
-        // The server stopped without a shutdown signal (an IO error): cut the turns now.
-        token.cancel();
-        tokio::time::Instant::now()
-    });
+    // Connections finish their requests (streams end at the deadline at the latest); one that
+    // stays open past the deadline (a client that does not read) does not hold the exit back.
+    if tokio::time::timeout_at(deadline + EXIT_MARGIN, graceful.shutdown()).await.is_err() {
+        tracing::warn!("connections still open at the exit deadline");
+    }
     turns.close();
     // Turns cut off at the deadline save their sessions within the margin.
     if tokio::time::timeout_at(deadline.max(tokio::time::Instant::now()) + EXIT_MARGIN, turns.wait()).await.is_err() {
         tracing::warn!("turns still running at exit");
     }
+    cut.abort();
     token.cancel();
-    result
+    Ok(())
 }
 
 /// `listener` with `TCP_NODELAY` set on every accepted connection.

@@ -123,9 +123,30 @@ struct ServeArgs {
     /// Allowed CORS origin (repeatable; `*` = any).
     #[arg(long = "cors-origin", env = "SWITCHBOARD_CORS_ORIGINS", value_delimiter = ',')]
     cors_origins: Vec<String>,
-    /// On SIGTERM, how long open streams may finish before they are ended.
+    /// On SIGTERM, how long open streams and turns may finish before they are ended (the
+    /// process exits at most 2 s later).
     #[arg(long, env = "SWITCHBOARD_DRAIN_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     drain_timeout: std::time::Duration,
+    /// A client must send a request's head within this time, or its connection is closed.
+    #[arg(long, env = "SWITCHBOARD_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    header_read_timeout: std::time::Duration,
+    /// A request body must arrive within this time, or the request fails with 408.
+    #[arg(long, env = "SWITCHBOARD_BODY_READ_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    body_read_timeout: std::time::Duration,
+    /// Connections open at once from one client address; more are closed at once.
+    #[arg(long, env = "SWITCHBOARD_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 256)]
+    max_connections_per_address: usize,
+}
+
+impl ServeArgs {
+    fn serve_options(&self) -> app::ServeOptions {
+        app::ServeOptions {
+            drain: self.drain_timeout,
+            header_read_timeout: self.header_read_timeout,
+            body_read_timeout: self.body_read_timeout,
+            max_connections_per_address: self.max_connections_per_address,
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -200,7 +221,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Serve { config, listen, no_watch, store, limits } => {
             init_logging();
-            let drain = limits.drain_timeout;
+            let serving = limits.serve_options();
             let opts = AppOptions { watch_files: !no_watch, ..options(store, limits) };
             let state = app::build_state(&config, opts).await.map_err(print_start_error)?;
             let listener = app::bind(&listen).await?;
@@ -208,13 +229,13 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             tracing::info!(%addr, config = %config.display(), store = state.supervisor.sessions.kind(), "switchboard serving");
             // One machine-readable line on stdout: tests and scripts read the bound address.
             println!("switchboard listening on http://{addr}");
-            app::serve(listener, state, app::shutdown_signal(), drain).await.context("server failed")?;
+            app::serve(listener, state, app::shutdown_signal(), serving).await.context("server failed")?;
             Ok(ExitCode::SUCCESS)
         }
         #[cfg(feature = "demo")]
         Command::Demo { config, listen, store, limits } => {
             init_logging();
-            let drain = limits.drain_timeout;
+            let serving = limits.serve_options();
             let state = app::build_state(&config, options(store, limits)).await.map_err(print_start_error)?;
             let agents = app::spawn_demo_agents(&state).await?;
             let listener = app::bind(&listen).await?;
@@ -224,7 +245,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
                 println!("  sample sub-agent at {}", a.url());
             }
             println!("Try:  cargo run -- ask \"帮我查一下航班CA1234，然后安排白云机场接机\" --url http://{addr}");
-            app::serve(listener, state, app::shutdown_signal(), drain).await.context("server failed")?;
+            app::serve(listener, state, app::shutdown_signal(), serving).await.context("server failed")?;
             Ok(ExitCode::SUCCESS)
         }
     }

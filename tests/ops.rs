@@ -497,3 +497,103 @@ async fn a_shutdown_is_bounded_by_the_drain_and_saves_the_cut_off_turn() {
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     again.kill().await.unwrap();
 }
+
+/// The supervisor on `app`'s config served by `switchboard::app::serve` (the production server
+/// loop, with its connection limits) on a fresh loopback port; returns its address.
+async fn serve_in_process(app: &TestApp, opts: switchboard::app::ServeOptions) -> std::net::SocketAddr {
+    let state = switchboard::app::build_state(&app.config_path, switchboard::app::AppOptions::default()).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(switchboard::app::serve(listener, state, std::future::pending(), opts));
+    addr
+}
+
+/// Waits (bounded by `within`) until the server closes `conn`: `Some(after)` or `None` if it
+/// stayed open.
+async fn closed_within(conn: &mut tokio::net::TcpStream, within: Duration) -> Option<Duration> {
+    use tokio::io::AsyncReadExt;
+    let started = std::time::Instant::now();
+    let mut buf = [0u8; 1024];
+    loop {
+        match tokio::time::timeout_at(tokio::time::Instant::from_std(started + within), conn.read(&mut buf)).await {
+            Err(_) => return None,
+            Ok(Ok(0) | Err(_)) => return Some(started.elapsed()),
+            Ok(Ok(_)) => {} // a response (408); the close follows
+        }
+    }
+}
+
+#[tokio::test]
+async fn slow_clients_are_cut_off_by_the_header_and_body_timeouts() {
+    // Issue 12 #9: slowloris connections (1 byte/s) were all still open after 40 s.
+    use tokio::io::AsyncWriteExt;
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let opts = switchboard::app::ServeOptions {
+        header_read_timeout: Duration::from_millis(500),
+        body_read_timeout: Duration::from_millis(500),
+        ..Default::default()
+    };
+    let addr = serve_in_process(&app, opts).await;
+    // Headers one byte at a time, 100 ms apart (the whole head would take 4 s).
+    let mut drips = Vec::new();
+    for _ in 0..3 {
+        let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+        drips.push(tokio::spawn(async move {
+            let head = b"POST /v1/chat HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n\r\n";
+            for b in head {
+                if conn.write_all(&[*b]).await.is_err() {
+                    return true;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            false
+        }));
+    }
+    for d in drips {
+        assert!(
+            tokio::time::timeout(Duration::from_secs(10), d).await.unwrap().unwrap(),
+            "closed before the head was done"
+        );
+    }
+    // A whole head, then a body that never comes: 408 with the JSON error, then closed.
+    let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+    conn.write_all(
+        b"POST /v1/chat HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{",
+    )
+    .await
+    .unwrap();
+    let mut response = Vec::new();
+    let read =
+        tokio::time::timeout(Duration::from_secs(10), tokio::io::AsyncReadExt::read_to_end(&mut conn, &mut response));
+    read.await.expect("the server answered and closed").unwrap();
+    let response = String::from_utf8_lossy(&response);
+    assert!(response.starts_with("HTTP/1.1 408"), "{response}");
+    assert!(response.contains(r#""code":"request_timeout""#), "{response}");
+    // The server still serves.
+    let health = reqwest::get(format!("http://{addr}/healthz")).await.unwrap();
+    assert_eq!(health.status(), 200);
+}
+
+#[tokio::test]
+async fn one_address_holds_at_most_max_connections_per_address() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let opts = switchboard::app::ServeOptions { max_connections_per_address: 2, ..Default::default() };
+    let addr = serve_in_process(&app, opts).await;
+    let mut first = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut second = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut third = tokio::net::TcpStream::connect(addr).await.unwrap();
+    assert!(closed_within(&mut third, Duration::from_secs(5)).await.is_some(), "the third is closed at once");
+    assert!(closed_within(&mut first, Duration::from_millis(300)).await.is_none(), "the first stays open");
+    assert!(closed_within(&mut second, Duration::from_millis(300)).await.is_none(), "the second stays open");
+    // When one closes, the address may connect again.
+    drop(first);
+    let mut ok = false;
+    for _ in 0..50 {
+        if let Ok(resp) = reqwest::Client::new().get(format!("http://{addr}/healthz")).send().await {
+            ok = resp.status() == 200;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(ok, "a slot was given back");
+}

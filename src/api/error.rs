@@ -21,6 +21,9 @@ pub enum ApiError {
     /// 413: the body is larger than allowed.
     #[error("request body too large")]
     PayloadTooLarge,
+    /// 408: the body did not arrive in time (`--body-read-timeout`).
+    #[error("the request body did not arrive in time")]
+    RequestTimeout,
     /// 415: the body is not JSON.
     #[error("{0}")]
     UnsupportedMediaType(String),
@@ -60,6 +63,7 @@ impl ApiError {
         match self {
             Self::BadRequest { code, .. } => (StatusCode::BAD_REQUEST, code),
             Self::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
+            Self::RequestTimeout => (StatusCode::REQUEST_TIMEOUT, "request_timeout"),
             Self::UnsupportedMediaType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
@@ -97,11 +101,24 @@ impl From<JsonRejection> for ApiError {
                 Self::UnsupportedMediaType("expected Content-Type: application/json".into())
             }
             JsonRejection::BytesRejection(r) if r.status() == StatusCode::PAYLOAD_TOO_LARGE => Self::PayloadTooLarge,
+            JsonRejection::BytesRejection(r) if timed_out(&r) => Self::RequestTimeout,
             JsonRejection::JsonSyntaxError(e) => Self::bad_request("malformed_json", e.body_text()),
             JsonRejection::JsonDataError(e) => Self::bad_request("invalid_body", e.body_text()),
             other => Self::bad_request("bad_request", other.body_text()),
         }
     }
+}
+
+/// `true` when reading the body failed because it did not arrive within the body read timeout.
+pub fn timed_out(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if e.is::<tower_http::timeout::TimeoutError>() {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
 }
 
 /// `axum::Json` whose rejections are [`ApiError`]s.
