@@ -183,7 +183,9 @@ pub async fn serve(
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let per_address = Arc::new(PerAddress::default());
     let mut builder = Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(opts.header_read_timeout);
+    // The parser's own header limits sit above the router's (api::error::MAX_HEADERS), which
+    // answer with the JSON error instead of an empty 431.
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(opts.header_read_timeout).max_headers(512);
 
     let mut shutdown = std::pin::pin!(shutdown);
     loop {

@@ -170,3 +170,49 @@ async fn config_validate_refuses_files_that_are_not_regular_or_too_large() {
         );
     }
 }
+
+#[tokio::test]
+async fn every_error_has_the_json_error_shape() {
+    // Issue 12 #10: 431 came with an empty body; 413 and 400 on /a2a, /v1/config/validate and
+    // the /v1/sessions query string were plain text.
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let big = "x".repeat(300 * 1024);
+    let mut many = reqwest::header::HeaderMap::new();
+    for i in 0..80 {
+        many.insert(
+            reqwest::header::HeaderName::from_bytes(format!("x-h{i}").as_bytes()).unwrap(),
+            "v".parse().unwrap(),
+        );
+    }
+    let c = &app.client;
+    let b = &app.base;
+    let cases = [
+        ("431 on too many headers", c.get(format!("{b}/healthz")).headers(many), 431, "headers_too_large"),
+        ("413 on /a2a", c.post(format!("{b}/a2a")).body(big.clone()), 413, "payload_too_large"),
+        (
+            "413 on /v1/config/validate",
+            c.post(format!("{b}/v1/config/validate")).bearer_auth("test-admin").body(big.clone()),
+            413,
+            "payload_too_large",
+        ),
+        (
+            "400 on a bad /v1/sessions query",
+            c.get(format!("{b}/v1/sessions/t?user_id=a&user_id=b")),
+            400,
+            "bad_request",
+        ),
+        ("404 on an unknown path", c.get(format!("{b}/nope")), 404, "not_found"),
+    ];
+    for (what, req, status, code) in cases {
+        let resp = req.send().await.unwrap();
+        assert_eq!(resp.status(), status, "{what}");
+        let ct = resp.headers()["content-type"].to_str().unwrap().to_string();
+        assert!(ct.starts_with("application/json"), "{what}: {ct}");
+        let body: Value = resp.json().await.unwrap();
+        assert_eq!(body["error"]["code"], code, "{what}: {body}");
+        assert!(!body["error"]["message"].as_str().unwrap().is_empty(), "{what}: {body}");
+    }
+    // JSON-RPC errors on /a2a stay JSON-RPC.
+    let resp: Value = c.post(format!("{b}/a2a")).body("{not json").send().await.unwrap().json().await.unwrap();
+    assert_eq!(resp["error"]["code"], -32700, "{resp}");
+}

@@ -21,6 +21,9 @@ pub enum ApiError {
     /// 413: the body is larger than allowed.
     #[error("request body too large")]
     PayloadTooLarge,
+    /// 431: too many request headers, or too large ones.
+    #[error("request headers too large: at most {MAX_HEADERS} headers of {MAX_HEADER_BYTES} bytes in all")]
+    HeadersTooLarge,
     /// 408: the body did not arrive in time (`--body-read-timeout`).
     #[error("the request body did not arrive in time")]
     RequestTimeout,
@@ -64,6 +67,7 @@ impl ApiError {
             Self::BadRequest { code, .. } => (StatusCode::BAD_REQUEST, code),
             Self::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             Self::RequestTimeout => (StatusCode::REQUEST_TIMEOUT, "request_timeout"),
+            Self::HeadersTooLarge => (StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, "headers_too_large"),
             Self::UnsupportedMediaType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
@@ -107,6 +111,61 @@ impl From<JsonRejection> for ApiError {
             other => Self::bad_request("bad_request", other.body_text()),
         }
     }
+}
+
+/// Most request headers accepted (431 beyond). The server's HTTP/1 parser allows more, so that the
+/// answer is this JSON error rather than its own empty 431.
+pub const MAX_HEADERS: usize = 64;
+/// Largest total size of the request headers, names and values, in bytes (431 beyond).
+pub const MAX_HEADER_BYTES: usize = 32 * 1024;
+
+/// Refuses requests with more than [`MAX_HEADERS`] headers or [`MAX_HEADER_BYTES`] of them (431).
+pub async fn limit_headers(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let headers = req.headers();
+    let bytes: usize = headers.iter().map(|(n, v)| n.as_str().len() + v.len()).sum();
+    if headers.len() > MAX_HEADERS || bytes > MAX_HEADER_BYTES {
+        return ApiError::HeadersTooLarge.into_response();
+    }
+    next.run(req).await
+}
+
+/// Gives every error response the one JSON shape: a 4xx / 5xx that is not JSON yet (an extractor's
+/// plain-text rejection: a query string, a path, a body limit on a raw body) gets
+/// `{"error": {"code", "message"}}` with its text as the message; its status and other headers
+/// are kept. JSON bodies (ours, and JSON-RPC on `/a2a`) are left alone.
+pub async fn json_errors(resp: Response) -> Response {
+    let status = resp.status();
+    let is_json = resp
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return resp;
+    }
+    let (mut parts, body) = resp.into_parts();
+    let text = match axum::body::to_bytes(body, 4096).await {
+        Ok(b) if !b.is_empty() => String::from_utf8_lossy(&b).into_owned(),
+        _ => status.canonical_reason().unwrap_or("error").to_string(),
+    };
+    let code = match status {
+        StatusCode::BAD_REQUEST => "bad_request",
+        StatusCode::NOT_FOUND => "not_found",
+        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+        StatusCode::REQUEST_TIMEOUT => "request_timeout",
+        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+        StatusCode::UNPROCESSABLE_ENTITY => "unprocessable",
+        StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => "headers_too_large",
+        StatusCode::TOO_MANY_REQUESTS => "rate_limited",
+        StatusCode::SERVICE_UNAVAILABLE => "unavailable",
+        s if s.is_server_error() => "internal",
+        _ => "error",
+    };
+    let body = json!({ "error": { "code": code, "message": text } }).to_string();
+    parts.headers.insert(axum::http::header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/json"));
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(body))
 }
 
 /// `true` when reading the body failed because it did not arrive within the body read timeout.

@@ -65,6 +65,8 @@ pub fn router(state: AppState) -> Router {
         .fallback(|| async { ApiError::NotFound("no such endpoint".into()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(error::limit_headers))
+        .layer(axum::middleware::map_response(error::json_errors))
         .layer(cors(&state.cors_origins))
         .with_state(state)
 }
