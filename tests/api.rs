@@ -216,3 +216,22 @@ async fn every_error_has_the_json_error_shape() {
     let resp: Value = c.post(format!("{b}/a2a")).body("{not json").send().await.unwrap().json().await.unwrap();
     assert_eq!(resp["error"]["code"], -32700, "{resp}");
 }
+
+#[tokio::test]
+async fn the_bearer_scheme_is_case_insensitive() {
+    // Issue 12 #11: `bearer` in lower case was refused (RFC 7235: the scheme is case-insensitive).
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let url = format!("{}/v1/admin/reload", app.base);
+    for (value, status) in [
+        ("bearer test-admin", 200),
+        ("BEARER test-admin", 200),
+        ("Bearer  test-admin ", 200),
+        ("Bearer test-admi", 401),
+        ("Basic test-admin", 401),
+        ("bearer", 401),
+        ("test-admin", 401),
+    ] {
+        let resp = app.client.post(&url).header("authorization", value).send().await.unwrap();
+        assert_eq!(resp.status(), status, "{value:?}");
+    }
+}

@@ -190,12 +190,18 @@ async fn validate_config(
     }
 }
 
+/// The token of an `Authorization: Bearer <token>` value; the scheme is case-insensitive
+/// (RFC 7235), and spaces around the token are ignored.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim_start().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
+}
+
 fn check_admin(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(token) = state.admin_token.as_deref() else {
         return Err(ApiError::Forbidden("admin endpoints are disabled: set SWITCHBOARD_ADMIN_TOKEN".into()));
     };
-    let given =
-        headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
+    let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer_token);
     match given {
         Some(g) if constant_time_eq(g.as_bytes(), token.as_bytes()) => Ok(()),
         _ => Err(ApiError::Unauthorized),
