@@ -289,7 +289,8 @@ async fn check_broken_sse(reset: bool) {
     let (url, calls) = raw_agent(Break::AfterSseDelta, reset).await;
     let app = app_with_weather(&url, "sse", "5s", 2).await;
     let events = app.ask(BOTH, None).await;
-    assert_weather_failed_exchange_done(&app, &events, "protocol");
+    // A broken connection, not a malformed reply (issue 12 #11: it was labelled `protocol`).
+    assert_weather_failed_exchange_done(&app, &events, "disconnected");
     // What arrived before the break was relayed, before the failure.
     assert_eq!(weather_deltas(&events), ["正在查询上海的天气…"], "{events:#?}");
     let delta_at = events.iter().position(|e| e["stage"] == "agent_delta").unwrap();
@@ -676,4 +677,15 @@ async fn an_agent_echoing_its_secret_header_is_masked() {
         // The logs mask it too (the writer's mask holds every secret of every loaded config).
         assert_eq!(switchboard::logging::mask_log(&format!("echo {ECHO_SECRET}")), "echo ***");
     }
+}
+
+#[tokio::test]
+async fn an_sse_reply_that_ends_cleanly_without_a_result_is_a_protocol_failure() {
+    // The other side of the classification: the connection is fine, the reply is not.
+    let (url, calls) = fake(|_| async { sse_response(Body::from(sse_frame("delta", r#"{"text":"稍等"}"#))) }).await;
+    let app = app_with_weather(&url, "sse", "5s", 2).await;
+    let events = app.ask(BOTH, None).await;
+    assert_weather_failed_exchange_done(&app, &events, "protocol");
+    assert_eq!(weather_deltas(&events), ["稍等"]);
+    assert_eq!(calls.load(SeqCst), 1);
 }

@@ -69,8 +69,10 @@ pub(super) fn events(
             Err(EventStreamError::Transport(LineError::TooLarge)) => {
                 return Err(DispatchError::TooLarge(limits.max_event_bytes))
             }
+            // The connection broke mid-stream (a reset, or a close before the last chunk): the
+            // agent may have acted, and what it sent was relayed.
             Err(EventStreamError::Transport(LineError::Transport(Source::Transport(e)))) => {
-                return Err(DispatchError::Protocol(format!("stream broken: {e}")))
+                return Err(DispatchError::Disconnected(format!("stream broken: {e}")))
             }
             Err(e) => return Err(DispatchError::Protocol(format!("malformed event stream: {e}"))),
         };
