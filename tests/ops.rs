@@ -597,3 +597,45 @@ async fn one_address_holds_at_most_max_connections_per_address() {
     }
     assert!(ok, "a slot was given back");
 }
+
+#[tokio::test]
+async fn a2a_rate_limiting_and_overload_are_http_429_and_503_with_retry_after() {
+    // Issue 12 #11: /a2a answered HTTP 200 (a JSON-RPC error only) with no Retry-After.
+    let mut options = HashMap::new();
+    options.insert("weather_agent", SampleOptions { delay: Duration::from_millis(800) });
+    let setup = Setup {
+        options,
+        app_options: Some(Box::new(|o| {
+            o.user_rate_per_minute = 2;
+            o.max_concurrent_requests = 1;
+        })),
+        ..Default::default()
+    };
+    let app = spawn_app_with(setup, |_| {}).await;
+    let send = |user: &str, text: &str| {
+        let rpc = json!({ "jsonrpc": "2.0", "id": 7, "method": "SendMessage",
+                          "params": { "message": { "messageId": "m", "role": "ROLE_USER", "parts": [{ "text": text }] } } });
+        app.client.post(format!("{}/a2a", app.base)).header("x-user-id", user).json(&rpc).send()
+    };
+    // Overload: a chat stream holds the only slot.
+    let open = app
+        .client
+        .post(format!("{}/v1/chat", app.base))
+        .json(&json!({ "query": "上海天气怎么样", "user_id": "u0" }))
+        .send()
+        .await
+        .unwrap();
+    let shed = send("carol", "你好").await.unwrap();
+    assert_eq!(shed.status(), 503);
+    assert_eq!(shed.headers()["retry-after"], "1");
+    let body: Value = shed.json().await.unwrap();
+    assert_eq!((body["id"].clone(), body["error"]["code"].clone()), (json!(7), json!(-32603)), "{body}");
+    let _ = open.text().await.unwrap();
+    // Rate: two turns a minute for alice.
+    assert_eq!(send("alice", "你好").await.unwrap().status(), 200);
+    assert_eq!(send("alice", "你好").await.unwrap().status(), 200);
+    let limited = send("alice", "你好").await.unwrap();
+    assert_eq!(limited.status(), 429);
+    assert!(limited.headers()["retry-after"].to_str().unwrap().parse::<u64>().unwrap() >= 1);
+    assert_eq!(limited.json::<Value>().await.unwrap()["error"]["code"], -32603);
+}

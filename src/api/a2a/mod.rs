@@ -264,13 +264,14 @@ async fn dispatch_rpc(
                 success(id, json!({ "task": with_history(task, started.history_length) }))
             }
             Ok((started, _)) => success(id, json!({ "task": with_history(started.task, started.history_length) })),
-            Err((code, msg)) => rpc_error(id, code, msg),
+            Err(refused) => refused.into_response(id),
         },
         "SendStreamingMessage" => match start(&state, params, &user) {
             Ok((started, updates)) => {
                 stream(id, with_history(started.task, started.history_length), updates).into_response()
             }
-            Err((code, msg)) => stream_error(&headers, id, code, msg),
+            Err(Refused::Rpc(code, msg)) => stream_error(headers, id, code, msg),
+            Err(refused) => refused.into_response(id),
         },
         "SubscribeToTask" => {
             let Some(task_id) = params["id"].as_str().filter(|t| !t.is_empty()) else {
@@ -416,13 +417,46 @@ struct Started {
 
 /// Validates the message, stores the task in `SUBMITTED` (new, or the continued one), starts the
 /// turn in the background and subscribes to the task's updates.
-fn start(state: &AppState, params: Value, user: &str) -> Result<(Started, Updates), (i32, String)> {
-    // A2A has no HTTP status for overload: a JSON-RPC server error says so.
-    let admission = state.limits.admit(user).map_err(|e| (-32603, e.to_string()))?;
+/// Why a message was not started.
+enum Refused {
+    /// A JSON-RPC error (invalid params, ...).
+    Rpc(i32, String),
+    /// Shed by the server's limits: the JSON-RPC error goes with the HTTP status (429 / 503) and
+    /// `Retry-After`, as on every other route.
+    Shed(super::error::ApiError),
+}
+
+impl Refused {
+    fn into_response(self, id: JsonRpcId) -> Response {
+        match self {
+            Self::Rpc(code, message) => rpc_error(id, code, message),
+            Self::Shed(e) => {
+                let message = e.to_string();
+                let api = e.into_response();
+                let mut resp = rpc_error(id, -32603, message);
+                *resp.status_mut() = api.status();
+                if let Some(retry) = api.headers().get(axum::http::header::RETRY_AFTER) {
+                    resp.headers_mut().insert(axum::http::header::RETRY_AFTER, retry.clone());
+                }
+                resp
+            }
+        }
+    }
+}
+
+impl From<(i32, String)> for Refused {
+    fn from((code, message): (i32, String)) -> Self {
+        Self::Rpc(code, message)
+    }
+}
+
+fn start(state: &AppState, params: Value, user: &str) -> Result<(Started, Updates), Refused> {
+    // Shed with the HTTP status of every other route (429 / 503 + Retry-After).
+    let admission = state.limits.admit(user).map_err(Refused::Shed)?;
     let req: SendMessageRequest =
         serde_json::from_value(params).map_err(|e| (-32602, format!("invalid params: {e}")))?;
     if req.configuration.as_ref().is_some_and(|c| c.task_push_notification_config.is_some()) {
-        return Err((-32003, PUSH_NOT_SUPPORTED.into()));
+        return Err(Refused::Rpc(-32003, PUSH_NOT_SUPPORTED.into()));
     }
     let return_immediately = req.configuration.as_ref().and_then(|c| c.return_immediately).unwrap_or(false);
     let history_length = req.configuration.as_ref().and_then(|c| c.history_length);
@@ -444,13 +478,13 @@ fn start(state: &AppState, params: Value, user: &str) -> Result<(Started, Update
         Some(id) => {
             let task = state.a2a_tasks.get(id, user).ok_or_else(|| (-32001, format!("task not found: {id}")))?;
             if task.status.state.is_terminal() {
-                return Err((-32004, format!("task {id} is in a terminal state and accepts no more messages")));
+                return Err(Refused::Rpc(-32004, format!("task {id} is in a terminal state and accepts no more messages")));
             }
             if !tasks::stopped(&task.status.state) {
-                return Err((-32004, format!("task {id} is still working; send when it asks for input")));
+                return Err(Refused::Rpc(-32004, format!("task {id} is still working; send when it asks for input")));
             }
             if message.context_id.as_ref().is_some_and(|c| *c != task.context_id) {
-                return Err((-32602, format!("invalid params: contextId does not match the context of task {id}")));
+                return Err(Refused::Rpc(-32602, format!("invalid params: contextId does not match the context of task {id}")));
             }
             Some(task)
         }
