@@ -47,6 +47,9 @@ pub struct AppOptions {
     pub max_concurrent_requests: usize,
     /// Turns a minute per user before 429 + `Retry-After` (0 = unlimited).
     pub user_rate_per_minute: u32,
+    /// Turns a minute per client address before 429 + `Retry-After` (0 = unlimited; needs
+    /// [`serve`], which knows the address).
+    pub address_rate_per_minute: u32,
     /// Allowed CORS origins (`*` = any; empty = no CORS headers).
     pub cors_origins: Vec<String>,
     /// Reload when the config files change. `SIGHUP` and `POST /v1/admin/reload` reload either
@@ -65,6 +68,7 @@ impl Default for AppOptions {
             llm: None,
             max_concurrent_requests: 1024,
             user_rate_per_minute: 0,
+            address_rate_per_minute: 0,
             cors_origins: Vec::new(),
             watch_files: false,
             admin_token: None,
@@ -88,7 +92,10 @@ pub async fn build_state(config: &Path, opts: AppOptions) -> Result<AppState, St
         reloader,
         admin_token: opts.admin_token.filter(|t| !t.is_empty()).map(Into::into),
         a2a_tasks: Arc::default(),
-        limits: Arc::new(crate::api::limits::Limits::new(opts.max_concurrent_requests, opts.user_rate_per_minute)),
+        limits: Arc::new(
+            crate::api::limits::Limits::new(opts.max_concurrent_requests, opts.user_rate_per_minute)
+                .with_address_rate(opts.address_rate_per_minute),
+        ),
         shutdown: supervisor.shutdown.clone(),
         cors_origins: opts.cors_origins.into(),
         supervisor,
@@ -209,7 +216,12 @@ pub async fn serve(
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::trace!(error = %e, "cannot set TCP_NODELAY");
         }
-        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        // Handlers see the client address as `ConnectInfo` (the per-address rate).
+        let service = tower::ServiceExt::map_request(router.clone(), move |mut req: axum::http::Request<_>| {
+            req.extensions_mut().insert(axum::extract::ConnectInfo(addr));
+            req
+        });
+        let service = hyper_util::service::TowerToHyperService::new(service);
         let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), service).into_owned();
         let conn = graceful.watch(conn);
         tokio::spawn(async move {

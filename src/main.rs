@@ -120,6 +120,9 @@ struct ServeArgs {
     /// Turns a minute per user before 429 + Retry-After (0 = unlimited).
     #[arg(long, env = "SWITCHBOARD_USER_RATE", default_value_t = 0)]
     user_rate_per_minute: u32,
+    /// Turns a minute per client address before 429 + Retry-After (0 = unlimited).
+    #[arg(long, env = "SWITCHBOARD_ADDRESS_RATE", default_value_t = 0)]
+    address_rate_per_minute: u32,
     /// Allowed CORS origin (repeatable; `*` = any).
     #[arg(long = "cors-origin", env = "SWITCHBOARD_CORS_ORIGINS", value_delimiter = ',')]
     cors_origins: Vec<String>,
@@ -255,6 +258,7 @@ fn options(store: StoreArgs, limits: ServeArgs) -> AppOptions {
     AppOptions {
         max_concurrent_requests: limits.max_concurrent_requests,
         user_rate_per_minute: limits.user_rate_per_minute,
+        address_rate_per_minute: limits.address_rate_per_minute,
         cors_origins: limits.cors_origins,
         store: store.store,
         session_ttl: store.session_ttl,

@@ -501,7 +501,15 @@ async fn a_shutdown_is_bounded_by_the_drain_and_saves_the_cut_off_turn() {
 /// The supervisor on `app`'s config served by `switchboard::app::serve` (the production server
 /// loop, with its connection limits) on a fresh loopback port; returns its address.
 async fn serve_in_process(app: &TestApp, opts: switchboard::app::ServeOptions) -> std::net::SocketAddr {
-    let state = switchboard::app::build_state(&app.config_path, switchboard::app::AppOptions::default()).await.unwrap();
+    serve_in_process_with(app, switchboard::app::AppOptions::default(), opts).await
+}
+
+async fn serve_in_process_with(
+    app: &TestApp,
+    app_opts: switchboard::app::AppOptions,
+    opts: switchboard::app::ServeOptions,
+) -> std::net::SocketAddr {
+    let state = switchboard::app::build_state(&app.config_path, app_opts).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(switchboard::app::serve(listener, state, std::future::pending(), opts));
@@ -638,4 +646,25 @@ async fn a2a_rate_limiting_and_overload_are_http_429_and_503_with_retry_after() 
     assert_eq!(limited.status(), 429);
     assert!(limited.headers()["retry-after"].to_str().unwrap().parse::<u64>().unwrap() >= 1);
     assert_eq!(limited.json::<Value>().await.unwrap()["error"]["code"], -32603);
+}
+
+#[tokio::test]
+async fn the_per_address_rate_limits_a_client_whatever_user_ids_it_sends() {
+    // Issue 12 #11: the per-user rate trusted the client-chosen user_id.
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let app_opts = switchboard::app::AppOptions { address_rate_per_minute: 3, ..Default::default() };
+    let addr = serve_in_process_with(&app, app_opts, switchboard::app::ServeOptions::default()).await;
+    let statuses: Vec<u16> = futures::future::join_all((0..5).map(|i| {
+        app.client
+            .post(format!("http://{addr}/v1/chat"))
+            .header("accept", "application/json")
+            .json(&json!({ "query": "你好", "user_id": format!("user-{i}") }))
+            .send()
+    }))
+    .await
+    .into_iter()
+    .map(|r| r.unwrap().status().as_u16())
+    .collect();
+    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 3, "{statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| **s == 429).count(), 2, "{statuses:?}");
 }

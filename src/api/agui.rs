@@ -94,6 +94,7 @@ fn last_user_text(messages: &[Value]) -> String {
 /// The handler.
 pub async fn run(
     State(state): State<AppState>,
+    client: super::limits::ClientAddr,
     headers: HeaderMap,
     ApiJson(input): ApiJson<RunAgentInput>,
 ) -> Result<axum::response::Response, ApiError> {
@@ -149,7 +150,7 @@ pub async fn run(
         super::chat::ChatBody { query, user_id: user, thread_id: Some(input.thread_id.clone()), slots: Some(slots) };
     let mut req: TurnRequest = if cancel { body.validate_cancel()? } else { body.validate()? };
     req.trace_id = super::chat::trace_id(&headers);
-    let admission = state.limits.admit(&req.user_id)?;
+    let admission = state.limits.admit_from(&req.user_id, client.0)?;
     let registry = state.supervisor.registry.load();
     let notice = super::chat::shutdown_text(&registry, &req.query);
     let turn = state.supervisor.start_turn(req);

@@ -181,12 +181,13 @@ pub fn drained(
 /// The handler.
 pub async fn chat(
     State(state): State<AppState>,
+    client: super::limits::ClientAddr,
     headers: HeaderMap,
     ApiJson(body): ApiJson<ChatBody>,
 ) -> Result<Response, ApiError> {
     let mut req = body.validate()?;
     req.trace_id = trace_id(&headers);
-    let admission = state.limits.admit(&req.user_id)?;
+    let admission = state.limits.admit_from(&req.user_id, client.0)?;
     let notice = shutdown_text(&state.supervisor.registry.load(), &req.query);
     let turn = state.supervisor.start_turn(req);
     let thread = HeaderValue::from_str(&turn.thread_id).ok();

@@ -1,5 +1,6 @@
 //! Admission of chat-like requests: load shedding past `max_concurrent_requests` open turns
-//! (503 + `Retry-After`) and a per-user rate (`governor`, 429 + `Retry-After`).
+//! (503 + `Retry-After`), a per-user rate and a per-client-address rate (`governor`, 429 +
+//! `Retry-After`; the user id is the client's word, its address is not).
 //!
 //! A turn's [`Admission`] lives as long as its response stream, so an open SSE stream counts as
 //! a request in flight.
@@ -18,6 +19,7 @@ use crate::metrics::StreamGuard;
 pub struct Limits {
     slots: Arc<Semaphore>,
     per_user: Option<DefaultKeyedRateLimiter<String>>,
+    per_address: Option<DefaultKeyedRateLimiter<std::net::IpAddr>>,
 }
 
 impl std::fmt::Debug for Limits {
@@ -38,7 +40,33 @@ impl Limits {
     pub fn new(max_concurrent: usize, per_user_per_minute: u32) -> Self {
         let per_user =
             NonZeroU32::new(per_user_per_minute).map(|n| DefaultKeyedRateLimiter::keyed(Quota::per_minute(n)));
-        Self { slots: Arc::new(Semaphore::new(max_concurrent.max(1))), per_user }
+        Self { slots: Arc::new(Semaphore::new(max_concurrent.max(1))), per_user, per_address: None }
+    }
+
+    /// Also at most `per_minute` turns a minute per client address (0 = unlimited).
+    #[must_use]
+    pub fn with_address_rate(mut self, per_minute: u32) -> Self {
+        self.per_address = NonZeroU32::new(per_minute).map(|n| DefaultKeyedRateLimiter::keyed(Quota::per_minute(n)));
+        self
+    }
+
+    /// [`Limits::admit`] for a request from `address` (when the server knows it), which also
+    /// counts against the address's rate.
+    ///
+    /// # Errors
+    /// As [`Limits::admit`].
+    pub fn admit_from(&self, user: &str, address: Option<std::net::IpAddr>) -> Result<Admission, ApiError> {
+        if let (Some(limiter), Some(ip)) = (&self.per_address, address) {
+            if let Err(not_until) = limiter.check_key(&ip) {
+                crate::metrics::rejected("address_rate_limited");
+                let wait = not_until.wait_time_from(DefaultClock::default().now());
+                return Err(ApiError::RateLimited(wait.as_secs().max(1)));
+            }
+            if limiter.len() > 100_000 {
+                limiter.retain_recent();
+            }
+        }
+        self.admit(user)
     }
 
     /// Admits a turn of `user`.
@@ -63,5 +91,19 @@ impl Limits {
                 Err(ApiError::Overloaded(1))
             }
         }
+    }
+}
+
+/// The client's address, when the server put it in the request (`ConnectInfo`, set by
+/// [`crate::app::serve`]); never fails.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddr(pub Option<std::net::IpAddr>);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for ClientAddr {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let info = parts.extensions.get::<axum::extract::ConnectInfo<std::net::SocketAddr>>();
+        Ok(Self(info.map(|c| c.0.ip())))
     }
 }

@@ -210,6 +210,7 @@ fn envelope(body: &[u8]) -> Result<Option<JsonRpcRequest>, (JsonRpcId, i32, Stri
 /// `POST /a2a`: JSON-RPC 2.0.
 pub async fn rpc(
     State(state): State<AppState>,
+    client: super::limits::ClientAddr,
     headers: HeaderMap,
     RawQuery(query): RawQuery,
     body: axum::body::Bytes,
@@ -238,7 +239,7 @@ pub async fn rpc(
             }
         },
     };
-    let mut response = dispatch_rpc(&state, &headers, id, &req.method, params, &user).await;
+    let mut response = dispatch_rpc(&state, &headers, id, &req.method, params, &user, client).await;
     if let Some(a) = &anonymous {
         a.tell(response.headers_mut());
     }
@@ -253,9 +254,10 @@ async fn dispatch_rpc(
     method: &str,
     params: Value,
     user: &str,
+    client: super::limits::ClientAddr,
 ) -> Response {
     match method {
-        "SendMessage" => match start(&state, params, &user) {
+        "SendMessage" => match start(state, params, user, client) {
             Ok((started, updates)) if !started.return_immediately => {
                 // Wait for the end: the updates stop when the task is terminal or interrupted.
                 let mut updates = updates;
@@ -266,7 +268,7 @@ async fn dispatch_rpc(
             Ok((started, _)) => success(id, json!({ "task": with_history(started.task, started.history_length) })),
             Err(refused) => refused.into_response(id),
         },
-        "SendStreamingMessage" => match start(&state, params, &user) {
+        "SendStreamingMessage" => match start(state, params, user, client) {
             Ok((started, updates)) => {
                 stream(id, with_history(started.task, started.history_length), updates).into_response()
             }
@@ -450,9 +452,14 @@ impl From<(i32, String)> for Refused {
     }
 }
 
-fn start(state: &AppState, params: Value, user: &str) -> Result<(Started, Updates), Refused> {
+fn start(
+    state: &AppState,
+    params: Value,
+    user: &str,
+    client: super::limits::ClientAddr,
+) -> Result<(Started, Updates), Refused> {
     // Shed with the HTTP status of every other route (429 / 503 + Retry-After).
-    let admission = state.limits.admit(user).map_err(Refused::Shed)?;
+    let admission = state.limits.admit_from(user, client.0).map_err(Refused::Shed)?;
     let req: SendMessageRequest =
         serde_json::from_value(params).map_err(|e| (-32602, format!("invalid params: {e}")))?;
     if req.configuration.as_ref().is_some_and(|c| c.task_push_notification_config.is_some()) {
