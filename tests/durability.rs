@@ -123,3 +123,26 @@ async fn two_replicas_share_sessions_through_redis() {
     a.stop().await;
     b.stop().await;
 }
+
+#[tokio::test]
+async fn sessions_per_user_are_bounded_through_redis() {
+    let Ok(url) = std::env::var("REDIS_URL") else {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED sessions_per_user_are_bounded_through_redis: REDIS_URL is not set (CI sets it)"
+        );
+        return;
+    };
+    let app = spawn_app_with(Setup::default(), |c| c["supervisor"]["max_sessions_per_user"] = json!(2)).await;
+    let replica = serve(&app.config_path, &url).await;
+    let user = format!("bounded-user-{}", uuid::Uuid::new_v4().simple());
+    let first = replica.chat("你好", &user, None).await;
+    assert_eq!(first["stage"], "answer");
+    assert_eq!(replica.chat("你好", &user, None).await["stage"], "answer");
+    let third = replica.chat("你好", &user, None).await;
+    assert_eq!(third["metadata"]["state"]["error"]["code"], "too_many_sessions", "{third}");
+    let th = first["thread_id"].as_str().unwrap();
+    assert_eq!(replica.chat("谢谢", &user, Some(th)).await["stage"], "answer", "an existing thread goes on");
+    replica.stop().await;
+}

@@ -668,3 +668,27 @@ async fn the_per_address_rate_limits_a_client_whatever_user_ids_it_sends() {
     assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 3, "{statuses:?}");
     assert_eq!(statuses.iter().filter(|s| **s == 429).count(), 2, "{statuses:?}");
 }
+
+#[tokio::test]
+async fn a_user_cannot_open_more_than_max_sessions_per_user_threads() {
+    // Issue 12 #11: one client created 20,000 sessions in 14 s.
+    let app = spawn_app_with(Setup::default(), |c| c["supervisor"]["max_sessions_per_user"] = json!(2)).await;
+    let first = app.ask("你好", None).await;
+    let second = app.ask("你好", None).await;
+    for events in [&first, &second] {
+        assert_eq!(done(events)["stage"], "answer");
+    }
+    let third = app.ask("你好", None).await;
+    assert_eq!(stages(&third), ["error"], "{third:#?}");
+    assert_eq!(done_code(&third), "too_many_sessions");
+    let refused = thread(&third);
+    assert_eq!(
+        app.client.get(format!("{}/v1/sessions/{refused}?user_id=u1", app.base)).send().await.unwrap().status(),
+        404,
+        "not saved"
+    );
+    // The user's threads go on; other users are not affected.
+    assert_eq!(done(&app.ask("谢谢", Some(&thread(&first))).await)["stage"], "answer");
+    let other = app.chat(json!({ "query": "你好", "user_id": "u2" })).await;
+    assert_eq!(done(&other)["stage"], "answer");
+}

@@ -25,6 +25,8 @@ error-turn-failed = Sorry, something went wrong while handling your request. Ple
 error-session-store = Sorry, conversations are unavailable right now. Please try again later.
 # An earlier turn of the thread still runs: this one waited past its deadline or the queue is full.
 error-thread-busy = Sorry, this conversation is still busy with an earlier request. Please try again in a moment.
+# The user already has supervisor.max_sessions_per_user sessions; this turn would start one more.
+error-too-many-sessions = Sorry, you have too many open conversations. Please continue an existing one or try again later.
 # The stream is cut by a shutdown; the turn, if still running, is cut off and saved as interrupted.
 error-shutting-down = The service is restarting and this request was interrupted. Please try again in a moment.
 

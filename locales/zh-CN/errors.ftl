@@ -25,6 +25,8 @@ error-turn-failed = 抱歉，处理您的请求时出现了问题，请稍后再
 error-session-store = 抱歉，会话服务暂时不可用，请稍后再试。
 # An earlier turn of the thread still runs: this one waited past its deadline or the queue is full.
 error-thread-busy = 抱歉，这个会话还在处理您之前的请求，请稍后再试。
+# The user already has supervisor.max_sessions_per_user sessions; this turn would start one more.
+error-too-many-sessions = 抱歉，您的会话数量已达上限，请继续已有的会话或稍后再试。
 # The stream is cut by a shutdown; the turn, if still running, is cut off and saved as interrupted.
 error-shutting-down = 服务正在重启，本次请求已中断，请稍后重试。
 

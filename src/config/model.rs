@@ -77,6 +77,11 @@ pub struct SupervisorSettings {
     /// `deny` (default) refuses them; `allow` makes each its own user, bound to a server-issued
     /// token sent back in `x-anonymous-token`.
     pub anonymous: AnonymousCallers,
+    /// Unexpired sessions (threads) one user may have (Switchboard extension, default 1000;
+    /// `0` = unlimited): a turn that would start one more ends at once with one `done`
+    /// (`too_many_sessions`); the user's existing threads go on.
+    #[schemars(range(min = 0, max = 1000000))]
+    pub max_sessions_per_user: u32,
     /// Per-agent circuit breaker (Switchboard extension).
     pub circuit_breaker: BreakerSettings,
     /// Directory of text overrides, relative to this file (Switchboard extension; unset: the
@@ -142,6 +147,7 @@ impl Default for SupervisorSettings {
             request_timeout: HumanDuration(Duration::from_secs(60)),
             max_queued_turns_per_thread: 4,
             anonymous: AnonymousCallers::Deny,
+            max_sessions_per_user: 1000,
             circuit_breaker: BreakerSettings::default(),
             texts_dir: None,
             reload_requires_routing_tests: false,

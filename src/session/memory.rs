@@ -36,6 +36,14 @@ impl SessionBackend for MemoryBackend {
         })
     }
 
+    fn count_user<'a>(&'a self, user_id: &'a str) -> BoxFuture<'a, Result<usize, StoreError>> {
+        Box::pin(async move {
+            let map = self.sessions.lock().map_err(|e| StoreError::Task(e.to_string()))?;
+            let now = Instant::now();
+            Ok(map.iter().filter(|((u, _), (expires, _))| u == user_id && *expires > now).count())
+        })
+    }
+
     fn kind(&self) -> &'static str {
         "memory"
     }

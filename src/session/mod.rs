@@ -220,6 +220,8 @@ pub trait SessionBackend: Send + Sync + 'static {
     fn load<'a>(&'a self, user_id: &'a str, thread_id: &'a str) -> BoxFuture<'a, Result<Option<Session>, StoreError>>;
     /// Stores the whole session, expiring `ttl` from now. Idempotent.
     fn save<'a>(&'a self, session: &'a Session, ttl: Duration) -> BoxFuture<'a, Result<(), StoreError>>;
+    /// How many unexpired sessions `user_id` has.
+    fn count_user<'a>(&'a self, user_id: &'a str) -> BoxFuture<'a, Result<usize, StoreError>>;
     /// Takes the thread's cross-process lock, waiting at most `wait` ([`StoreError::Busy`] then);
     /// a no-op for single-process backends.
     fn lock<'a>(
@@ -364,14 +366,23 @@ impl SessionStore {
             return Err(StoreError::Busy);
         }
         let token = self.backend.lock(user_id, thread_id, wait).await?;
-        let session = match self.backend.load(user_id, thread_id).await {
-            Ok(s) => s.unwrap_or_else(|| Session::new(user_id, thread_id)),
+        let (session, new) = match self.backend.load(user_id, thread_id).await {
+            Ok(Some(s)) => (s, false),
+            Ok(None) => (Session::new(user_id, thread_id), true),
             Err(e) => {
                 self.backend.unlock(user_id, thread_id, token).await;
                 return Err(e);
             }
         };
-        Ok(SessionGuard { store: self, session, token: Some(token), _local: local })
+        Ok(SessionGuard { store: self, session, new, token: Some(token), _local: local })
+    }
+
+    /// How many unexpired sessions `user_id` has.
+    ///
+    /// # Errors
+    /// The backend's error.
+    pub async fn count_user(&self, user_id: &str) -> Result<usize, StoreError> {
+        self.backend.count_user(user_id).await
     }
 
     /// The stored session, without locking (read-only views).
@@ -388,6 +399,7 @@ pub struct SessionGuard<'a> {
     store: &'a SessionStore,
     /// The session; change it freely, then [`SessionGuard::save`].
     pub session: Session,
+    new: bool,
     token: Option<LockToken>,
     _local: OwnedMutexGuard<()>,
 }
@@ -405,6 +417,11 @@ impl SessionGuard<'_> {
             store.backend.unlock(&self.session.user_id, &self.session.thread_id, token).await;
         }
         result
+    }
+
+    /// `true` when the session was not stored yet: this turn would create it.
+    pub fn is_new(&self) -> bool {
+        self.new
     }
 
     /// Releases the locks without saving.
@@ -451,6 +468,12 @@ mod tests {
         let saved = g.session.clone();
         g.save().await.unwrap();
         let loaded = store.peek("u", "t").await.unwrap().unwrap();
+        assert_eq!(store.count_user("u").await.unwrap(), 1);
+        assert_eq!(store.count_user("other").await.unwrap(), 0);
+        assert!(!store.open("u", "t").await.unwrap().is_new(), "stored");
+        let fresh = store.open("u", "t2").await.unwrap();
+        assert!(fresh.is_new());
+        fresh.release().await;
         assert_eq!(loaded.slots, saved.slots);
         assert_eq!(loaded.history, saved.history);
         assert!(store.peek("other", "t").await.unwrap().is_none(), "keyed by user too");

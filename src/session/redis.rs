@@ -29,6 +29,11 @@ impl std::fmt::Debug for RedisBackend {
     }
 }
 
+/// A sorted set per user: thread id -> expiry (ms since the epoch), for counting its sessions.
+fn threads_key(user: &str) -> String {
+    format!("switchboard:threads:{}:{user}", user.len())
+}
+
 fn session_key(user: &str, thread: &str) -> String {
     format!("switchboard:session:{}:{}", user.len(), [user, thread].concat())
 }
@@ -66,11 +71,26 @@ impl SessionBackend for RedisBackend {
             let doc = serde_json::to_string(session)?;
             let mut conn = self.conn.clone();
             let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-            let _: () = redis::cmd("SET")
+            let expires =
+                chrono::Utc::now().timestamp_millis().saturating_add(i64::try_from(ms).unwrap_or(i64::MAX / 2));
+            let threads = threads_key(&session.user_id);
+            let _: () = redis::pipe()
+                .atomic()
+                .cmd("SET")
                 .arg(session_key(&session.user_id, &session.thread_id))
                 .arg(doc)
                 .arg("PX")
                 .arg(ms)
+                .ignore()
+                .cmd("ZADD")
+                .arg(&threads)
+                .arg(expires)
+                .arg(&session.thread_id)
+                .ignore()
+                .cmd("PEXPIRE")
+                .arg(&threads)
+                .arg(ms)
+                .ignore()
                 .query_async(&mut conn)
                 .await?;
             Ok(())
@@ -122,6 +142,25 @@ impl SessionBackend for RedisBackend {
             if let Err(e) = result {
                 tracing::warn!(error = %e, "cannot release a session lock; it expires by itself");
             }
+        })
+    }
+
+    fn count_user<'a>(&'a self, user_id: &'a str) -> BoxFuture<'a, Result<usize, StoreError>> {
+        Box::pin(async move {
+            let mut conn = self.conn.clone();
+            let key = threads_key(user_id);
+            let now = chrono::Utc::now().timestamp_millis();
+            let (_, n): (i64, usize) = redis::pipe()
+                .atomic()
+                .cmd("ZREMRANGEBYSCORE")
+                .arg(&key)
+                .arg("-inf")
+                .arg(now)
+                .cmd("ZCARD")
+                .arg(&key)
+                .query_async(&mut conn)
+                .await?;
+            Ok(n)
         })
     }
 

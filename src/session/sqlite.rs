@@ -101,6 +101,19 @@ impl SessionBackend for SqliteBackend {
         })
     }
 
+    fn count_user<'a>(&'a self, user_id: &'a str) -> BoxFuture<'a, Result<usize, StoreError>> {
+        let user = user_id.to_string();
+        Box::pin(self.blocking(move |conn| {
+            // The primary key (user_id, thread_id) serves this prefix lookup.
+            let n: i64 = conn.query_row(
+                "SELECT COUNT(*) FROM sessions WHERE user_id = ?1 AND expires_at > ?2",
+                params![user, now_ms()],
+                |row| row.get(0),
+            )?;
+            Ok(usize::try_from(n).unwrap_or(0))
+        }))
+    }
+
     fn kind(&self) -> &'static str {
         "sqlite"
     }

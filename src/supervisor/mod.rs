@@ -174,6 +174,25 @@ impl Supervisor {
                 return;
             }
         };
+        let max_sessions = registry.settings.max_sessions_per_user as usize;
+        if guard.is_new() && max_sessions > 0 {
+            match self.sessions.count_user(&req.user_id).await {
+                Ok(n) if n >= max_sessions => {
+                    tracing::warn!(sessions = n, "turn refused: the user has too many sessions");
+                    crate::metrics::rejected("too_many_sessions");
+                    let text = registry.texts().get(lang, "error-too-many-sessions", &[]);
+                    let message = format!("the user already has {n} sessions (at most {max_sessions})");
+                    sink.emit(
+                        StageEvent::new(Stage::Error, text)
+                            .state("error", json!({ "code": "too_many_sessions", "message": message })),
+                    );
+                    guard.release().await;
+                    return;
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "cannot count the user's sessions; not bounded for this turn"),
+            }
+        }
         let turn_started = std::time::Instant::now();
         // A turn without words (a widget form, a bare date) answers in the conversation's language.
         let earlier =
