@@ -222,11 +222,18 @@ pub async fn serve(
             req
         });
         let service = hyper_util::service::TowerToHyperService::new(service);
-        let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), service).into_owned();
-        let conn = graceful.watch(conn);
+        let (builder, watcher) = (builder.clone(), graceful.watcher());
         tokio::spawn(async move {
             let _slot = slot;
-            if let Err(e) = conn.await {
+            // hyper's header timer starts with the first byte: a client that connects and sends
+            // nothing (or closes) is let go here.
+            let mut first = [0u8; 1];
+            if !matches!(tokio::time::timeout(opts.header_read_timeout, tcp.peek(&mut first)).await, Ok(Ok(1..))) {
+                tracing::debug!(client = %addr.ip(), "connection closed: nothing sent");
+                return;
+            }
+            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), service);
+            if let Err(e) = watcher.watch(conn).await {
                 tracing::trace!(error = %e, "connection ended with an error");
             }
         });

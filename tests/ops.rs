@@ -692,3 +692,15 @@ async fn a_user_cannot_open_more_than_max_sessions_per_user_threads() {
     let other = app.chat(json!({ "query": "你好", "user_id": "u2" })).await;
     assert_eq!(done(&other)["stage"], "answer");
 }
+
+#[tokio::test]
+async fn a_connection_that_sends_nothing_is_closed_after_the_header_timeout() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let opts = switchboard::app::ServeOptions { header_read_timeout: Duration::from_millis(500), ..Default::default() };
+    let addr = serve_in_process(&app, opts).await;
+    // Connects and sends nothing at all.
+    let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
+    assert!(closed_within(&mut idle, Duration::from_secs(10)).await.is_some(), "an idle connection is let go");
+    // It gave its per-address slot back: the server still serves this address.
+    assert_eq!(reqwest::get(format!("http://{addr}/healthz")).await.unwrap().status(), 200);
+}
