@@ -21,6 +21,8 @@ pub const MASK: &str = "***";
 #[derive(Debug, Clone, Default)]
 pub struct Secrets {
     values: BTreeSet<String>,
+    /// Every form masked, longest first.
+    forms: Vec<String>,
     matcher: Option<Regex>,
 }
 
@@ -75,13 +77,30 @@ impl Secrets {
         let values: BTreeSet<String> =
             values.into_iter().map(Into::into).filter(|v: &String| v.chars().count() >= MIN_SECRET_LEN).collect();
         let mut alternatives: Vec<String> = values.iter().flat_map(|v| forms(v)).collect();
-        alternatives.sort_by_key(|f| std::cmp::Reverse(f.len()));
+        alternatives.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         alternatives.dedup();
         let matcher = (!alternatives.is_empty()).then(|| {
             let pattern = alternatives.iter().map(|a| regex::escape(a)).collect::<Vec<_>>().join("|");
             Regex::new(&pattern).expect("escaped literals")
         });
-        Self { values, matcher }
+        Self { values, forms: alternatives, matcher }
+    }
+
+    /// The length in bytes of the longest end of `text` that could be the start of a secret
+    /// (a proper prefix of one of its forms): what a stream must hold back until the next chunk
+    /// says whether a secret is being split across chunks.
+    pub fn partial_suffix(&self, text: &str) -> usize {
+        let longest = self.forms.first().map_or(0, String::len);
+        text.char_indices()
+            .rev()
+            .take_while(|(i, _)| text.len() - i < longest)
+            .filter(|(i, _)| {
+                let tail = &text[*i..];
+                self.forms.iter().any(|f| f.len() > tail.len() && f.starts_with(tail))
+            })
+            .map(|(i, _)| text.len() - i)
+            .max()
+            .unwrap_or(0)
     }
 
     /// The secret values.
@@ -149,6 +168,17 @@ mod tests {
         }
         let masked = secrets.mask_json(json!({ "echo": ["k>?t0ken/x=", 1], "k>?t0ken/x=": true }));
         assert_eq!(masked, json!({ "echo": ["***", 1], "***": true }));
+    }
+
+    #[test]
+    fn the_start_of_a_secret_at_the_end_of_a_chunk_is_held_back() {
+        let secrets = Secrets::new(["k>?t0ken/x="]);
+        assert_eq!(secrets.partial_suffix("token k>?t0"), "k>?t0".len());
+        assert_eq!(secrets.partial_suffix("token k"), 1);
+        assert_eq!(secrets.partial_suffix("token k>?t0ken/x="), 0, "a whole secret is masked, not held");
+        assert_eq!(secrets.partial_suffix("nothing"), 0);
+        assert_eq!(secrets.partial_suffix("b64 az4/dD"), "az4/dD".len(), "encoded forms too");
+        assert_eq!(Secrets::default().partial_suffix("k>?t0"), 0);
     }
 
     #[test]

@@ -605,9 +605,9 @@ async fn an_a2a_stream_line_without_end_fails_as_too_large_while_it_arrives() {
 /// The secret of [`an_agent_echoing_its_secret_header_is_masked`]: `Bearer ${SB_FAULTS_ECHO_SECRET}`.
 const ECHO_SECRET: &str = "sk-live>>??echo-7f3a";
 
-/// A weather agent (`sse`) that sends back the `Authorization` header it received: raw, Base64 and
-/// URL-encoded in deltas, then raw in its `result` (message and output) or, when `fail`, in an
-/// `error` event.
+/// A weather agent (`sse`) that sends back the `Authorization` header it received: raw, Base64,
+/// URL-encoded and split across two deltas, then raw in its `result` (message and output) or,
+/// when `fail`, in an `error` event.
 async fn echo_agent(fail: bool) -> String {
     use base64::Engine;
     let router = Router::new().route(
@@ -618,7 +618,16 @@ async fn echo_agent(fail: bool) -> String {
             let b64 = base64::engine::general_purpose::STANDARD.encode(secret);
             let url: String = secret.bytes().map(|b| format!("%{b:02X}")).collect();
             let mut body = String::new();
-            for text in [format!("收到 {auth}"), format!("b64 {b64}"), format!("url {url}")] {
+            // The last two deltas split the secret between them.
+            let (head, tail) = secret.split_at(8);
+            let texts = [
+                format!("收到 {auth}"),
+                format!("b64 {b64}"),
+                format!("url {url}"),
+                format!("split {head}"),
+                format!("{tail}!"),
+            ];
+            for text in texts {
                 body.push_str(&sse_frame("delta", &json!({ "text": text }).to_string()));
             }
             if fail {
@@ -663,7 +672,8 @@ async fn an_agent_echoing_its_secret_header_is_masked() {
         .await;
         let events = app.ask(BOTH, None).await;
         assert_no_secret(&events);
-        assert_eq!(weather_deltas(&events), ["收到 Bearer ***", "b64 ***", "url ***"], "{events:#?}");
+        // The start of the split secret is held back until the next delta shows it is one.
+        assert_eq!(weather_deltas(&events), ["收到 Bearer ***", "b64 ***", "url ***", "split ", "***!"], "{events:#?}");
         if fail {
             let failed = assert_weather_failed_exchange_done(&app, &events, "agent_error");
             assert_eq!(failed["metadata"]["state"]["error"]["message"], "agent error: bad token Bearer ***");

@@ -103,13 +103,34 @@ impl Dispatcher {
     ) -> Result<AgentReply, DispatchError> {
         self.breakers.admit(agent.id(), breaker)?;
         let started = std::time::Instant::now();
-        // Everything the agent sends back has the config's `${ENV}` secrets masked.
-        let masked_delta = |text: &str| on_delta(&agent.secrets.mask(text));
+        // Everything the agent sends back has the config's `${ENV}` secrets masked. A delta that
+        // ends with the start of a secret keeps that end back until the next one (or the end of
+        // the call) shows whether the secret goes on: a secret split across deltas is masked too.
+        let held = std::sync::Mutex::new(String::new());
+        let masked_delta = |text: &str| {
+            if agent.secrets.is_empty() {
+                return on_delta(text);
+            }
+            let ready = {
+                let mut held = held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                held.push_str(text);
+                let upto = held.len() - agent.secrets.partial_suffix(&held);
+                let ready: String = held.drain(..upto).collect();
+                ready
+            };
+            if !ready.is_empty() {
+                on_delta(&agent.secrets.mask(&ready));
+            }
+        };
         let attempt = self.with_retries(agent, body, remote, traceparent, &masked_delta);
         let result = match tokio::time::timeout(agent.timeout, attempt).await {
             Ok(r) => r.and_then(|reply| accept(agent, reply)),
             Err(_) => Err(DispatchError::Timeout(agent.timeout)),
         };
+        let rest = std::mem::take(&mut *held.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        if !rest.is_empty() {
+            on_delta(&agent.secrets.mask(&rest));
+        }
         let result = match result {
             Ok(reply) => Ok(AgentReply {
                 output: agent.secrets.mask_json(reply.output),
