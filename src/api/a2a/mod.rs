@@ -262,7 +262,7 @@ async fn dispatch_rpc(
                 // Wait for the end: the updates stop when the task is terminal or interrupted.
                 let mut updates = updates;
                 while updates.recv().await.is_some() {}
-                let task = state.a2a_tasks.get(&started.task.id, &user).unwrap_or(started.task);
+                let task = state.a2a_tasks.get(&started.task.id, user).unwrap_or(started.task);
                 success(id, json!({ "task": with_history(task, started.history_length) }))
             }
             Ok((started, _)) => success(id, json!({ "task": with_history(started.task, started.history_length) })),
@@ -277,13 +277,13 @@ async fn dispatch_rpc(
         },
         "SubscribeToTask" => {
             let Some(task_id) = params["id"].as_str().filter(|t| !t.is_empty()) else {
-                return stream_error(&headers, id, -32602, "invalid params: `id` (the task id) is required");
+                return stream_error(headers, id, -32602, "invalid params: `id` (the task id) is required");
             };
-            match state.a2a_tasks.subscribe(task_id, &user) {
+            match state.a2a_tasks.subscribe(task_id, user) {
                 Ok((task, updates)) => stream(id, task, updates).into_response(),
-                Err(SubscribeError::NotFound) => stream_error(&headers, id, -32001, "task not found"),
+                Err(SubscribeError::NotFound) => stream_error(headers, id, -32001, "task not found"),
                 Err(SubscribeError::Terminal) => stream_error(
-                    &headers,
+                    headers,
                     id,
                     -32004,
                     format!("task {task_id} is in a terminal state: there is nothing to subscribe to"),
@@ -298,12 +298,12 @@ async fn dispatch_rpc(
             if let Err(msg) = check_history_length(req.history_length) {
                 return rpc_error(id, -32602, msg);
             }
-            match state.a2a_tasks.get(&req.id, &user) {
+            match state.a2a_tasks.get(&req.id, user) {
                 Some(task) => success(id, json!(with_history(task, req.history_length))),
                 None => rpc_error(id, -32001, "task not found"),
             }
         }
-        "ListTasks" => match list(&state, params, &user) {
+        "ListTasks" => match list(state, params, user) {
             Ok(result) => success(id, result),
             Err(msg) => rpc_error(id, -32602, msg),
         },
@@ -314,15 +314,15 @@ async fn dispatch_rpc(
             };
             let task_id = req.id.as_str();
             // A clarification the task waits on is dropped first: if that fails, nothing changed.
-            if let Some(task) = state.a2a_tasks.get(task_id, &user) {
+            if let Some(task) = state.a2a_tasks.get(task_id, user) {
                 if task.status.state == TaskState::InputRequired {
-                    if let Err(e) = state.supervisor.cancel_pending(&user, &task.context_id).await {
+                    if let Err(e) = state.supervisor.cancel_pending(user, &task.context_id).await {
                         return rpc_error(id, -32603, format!("session store: {e}"));
                     }
                 }
             }
             let status = TaskStatus { state: TaskState::Canceled, message: None, timestamp: Some(chrono::Utc::now()) };
-            match state.a2a_tasks.cancel(task_id, &user, status) {
+            match state.a2a_tasks.cancel(task_id, user, status) {
                 Ok((task, _)) => success(id, json!(task)),
                 Err(CancelError::NotFound) => rpc_error(id, -32001, "task not found"),
                 Err(CancelError::NotCancelable) => rpc_error(id, -32002, "task cannot be canceled"),
@@ -485,13 +485,19 @@ fn start(
         Some(id) => {
             let task = state.a2a_tasks.get(id, user).ok_or_else(|| (-32001, format!("task not found: {id}")))?;
             if task.status.state.is_terminal() {
-                return Err(Refused::Rpc(-32004, format!("task {id} is in a terminal state and accepts no more messages")));
+                return Err(Refused::Rpc(
+                    -32004,
+                    format!("task {id} is in a terminal state and accepts no more messages"),
+                ));
             }
             if !tasks::stopped(&task.status.state) {
                 return Err(Refused::Rpc(-32004, format!("task {id} is still working; send when it asks for input")));
             }
             if message.context_id.as_ref().is_some_and(|c| *c != task.context_id) {
-                return Err(Refused::Rpc(-32602, format!("invalid params: contextId does not match the context of task {id}")));
+                return Err(Refused::Rpc(
+                    -32602,
+                    format!("invalid params: contextId does not match the context of task {id}"),
+                ));
             }
             Some(task)
         }
