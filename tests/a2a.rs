@@ -237,6 +237,8 @@ async fn an_agent_registered_by_its_card_alone_is_described_by_the_card() {
 #[tokio::test]
 async fn the_supervisor_a2a_endpoint_gets_and_cancels_tasks() {
     let app = spawn_app_with(Setup::default(), |_| {}).await;
+    // One anonymous caller (the demo config allows them), keeping its token across calls.
+    const TOKEN: &str = "0a2a0a2a0a2a0a2a0a2a0a2a0a2a0a2a";
     let rpc = |method: &'static str, params: Value| {
         let client = app.client.clone();
         let url = format!("{}/a2a", app.base);
@@ -245,6 +247,7 @@ async fn the_supervisor_a2a_endpoint_gets_and_cancels_tasks() {
             client
                 .post(url)
                 .header("A2A-Version", "1.0")
+                .header("x-anonymous-token", TOKEN)
                 .json(&body)
                 .send()
                 .await
@@ -274,7 +277,8 @@ async fn the_supervisor_a2a_endpoint_gets_and_cancels_tasks() {
     assert_eq!(rpc("NoSuchMethod", json!({})).await["error"]["code"], -32601);
     // The thread's pending work is gone too.
     let ctx = task["contextId"].as_str().unwrap();
-    let s = app.get(&format!("/v1/sessions/{ctx}?user_id=a2a")).await;
+    let user = switchboard::api::identity::user_of(TOKEN);
+    let s = app.get(&format!("/v1/sessions/{ctx}?user_id={user}")).await;
     assert!(s["pending"].is_null(), "{s}");
 }
 
@@ -760,4 +764,57 @@ async fn invalid_json_rpc_envelopes_are_invalid_requests_with_their_id() {
     // A notification is not answered.
     let resp = post(json!({ "jsonrpc": "2.0", "method": "GetTask", "params": { "id": "x" } }).to_string()).await;
     assert_eq!(resp.status(), 204);
+}
+
+#[tokio::test]
+async fn anonymous_a2a_callers_are_not_merged_and_a_task_id_is_their_capability() {
+    // Issue 12 #8: every /a2a call without x-user-id was user `a2a`: a second caller naming the
+    // first one's contextId continued its thread.
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let rpc = |method: &'static str, params: Value, token: Option<&'static str>| {
+        let mut req = app.client.post(format!("{}/a2a", app.base)).header("A2A-Version", "1.0");
+        if let Some(t) = token {
+            req = req.header("x-anonymous-token", t);
+        }
+        let body = json!({ "jsonrpc": "2.0", "id": 1, "method": method, "params": params });
+        async move {
+            let resp = req.json(&body).send().await.unwrap();
+            let token = resp.headers().get("x-anonymous-token").map(|v| v.to_str().unwrap().to_string());
+            (resp.json::<Value>().await.unwrap(), token)
+        }
+    };
+    let message = |text: &str, context: Option<&str>| {
+        let mut m =
+            json!({ "messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_USER", "parts": [{ "text": text }] });
+        if text == "好的" {
+            // The values the first caller's booking waits for.
+            m["parts"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({ "data": { "city": "北京", "check_in_date": "2026-12-01" } }));
+        }
+        if let Some(c) = context {
+            m["contextId"] = json!(c);
+        }
+        json!({ "message": m })
+    };
+    let (sent, token) = rpc("SendMessage", message("帮我订个酒店", Some("ctx-shared")), None).await;
+    let task = sent["result"]["task"].clone();
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{sent}");
+    assert_eq!(token.as_deref().map(str::len), Some(32), "a token is issued");
+
+    // Another caller in the same context, with the values the booking waits for: a conversation
+    // of its own, with nothing pending to complete.
+    let (other, _) = rpc("SendMessage", message("好的", Some("ctx-shared")), None).await;
+    assert!(other["result"]["task"].is_object(), "{other}");
+    assert!(app.calls("hotel_agent").is_empty(), "another caller completed the first one's booking: {other}");
+
+    // The task id is the capability: GetTask by id works without the token; listing does not show
+    // another caller's tasks.
+    let (got, _) = rpc("GetTask", json!({ "id": task["id"] }), None).await;
+    assert_eq!(got["result"]["id"], task["id"], "{got}");
+    let (listed, _) = rpc("ListTasks", json!({}), None).await;
+    let ids: Vec<&Value> =
+        listed["result"]["tasks"].as_array().map(|t| t.iter().map(|t| &t["id"]).collect()).unwrap_or_default();
+    assert!(!ids.contains(&&task["id"]), "{listed}");
 }

@@ -231,19 +231,34 @@ pub async fn rpc(
     let named = headers.get("x-user-id").and_then(|v| v.to_str().ok()).filter(|u| !u.is_empty());
     let (user, anonymous) = match named {
         Some(user) => (user.to_string(), None),
-        None => match Anonymous::of(&headers, state.supervisor.registry.load().settings.anonymous) {
-            Some(a) => (a.user_id.clone(), Some(a)),
-            None => {
-                let message = "a user identity is required (header x-user-id); anonymous callers are not allowed";
-                return rpc_error(id, -32600, message);
+        None => {
+            // Without its token, an anonymous caller naming a task an anonymous caller created is
+            // that caller: the task id, server-issued and unguessable, is the capability (a client
+            // such as a conformance suite does not keep headers between calls).
+            let owner = (!headers.contains_key(super::identity::TOKEN_HEADER))
+                .then(|| anonymous_owner(&state, &params))
+                .flatten();
+            match (Anonymous::of(&headers, state.supervisor.registry.load().settings.anonymous), owner) {
+                (Some(_), Some(owner)) => (owner, None),
+                (Some(a), None) => (a.user_id.clone(), Some(a)),
+                (None, _) => {
+                    let message = "a user identity is required (header x-user-id); anonymous callers are not allowed";
+                    return rpc_error(id, -32600, message);
+                }
             }
-        },
+        }
     };
     let mut response = dispatch_rpc(&state, &headers, id, &req.method, params, &user, client).await;
     if let Some(a) = &anonymous {
         a.tell(response.headers_mut());
     }
     response
+}
+
+/// The anonymous owner of the task a call names (`params.id`, or `params.message.taskId`).
+fn anonymous_owner(state: &AppState, params: &Value) -> Option<String> {
+    let task = params["id"].as_str().or_else(|| params["message"]["taskId"].as_str())?;
+    state.a2a_tasks.owner(task).filter(|owner| owner.starts_with("anon-"))
 }
 
 /// One JSON-RPC call of `user`.

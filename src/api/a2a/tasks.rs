@@ -128,6 +128,11 @@ impl A2aTasks {
         self.tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Who created task `id`, if it exists.
+    pub fn owner(&self, id: &str) -> Option<String> {
+        self.lock().get(id).map(|e| e.owner.clone())
+    }
+
     /// The task `id` if `user` created it: another user's task does not exist for them.
     pub fn get(&self, id: &str, user: &str) -> Option<Task> {
         self.lock().get(id).filter(|e| e.owner == user).map(|e| e.task.clone())
