@@ -95,7 +95,7 @@ impl Limits {
 }
 
 /// The client's address, when the server put it in the request (`ConnectInfo`, set by
-/// [`crate::app::serve`]); never fails.
+/// `app::serve`); never fails.
 #[derive(Debug, Clone, Copy)]
 pub struct ClientAddr(pub Option<std::net::IpAddr>);
 

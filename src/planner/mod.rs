@@ -170,20 +170,7 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
     let hits = recognition.hits();
     let simple = intent::simple_intent(&lower);
     let cancel = intent::is_cancel(&lower);
-    let mut result = IntentResult {
-        agents: hits.iter().map(|(_, id)| id.clone()).collect(),
-        simple,
-        confidence: match recognition.selected.iter().map(|s| s.confidence).reduce(f32::min) {
-            Some(c) => c,
-            None if simple.is_none() => 0.3,
-            None => 1.0,
-        },
-        reason: String::new(),
-        rewritten_query: input.query.to_string(),
-        lang,
-        resumes_pending: false,
-        candidates: recognition.top(intent::CANDIDATES_SHOWN),
-    };
+    let mut result = intent_result(&recognition, simple, &input);
     let src =
         KeySources { text: input.query, slots: input.slots, session_slots: input.session_slots, today: input.today };
     let decide = |mut result: IntentResult, reason: &str, decision: Decision| {
@@ -220,30 +207,8 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
             Some(SimpleIntent::Greeting | SimpleIntent::Thanks | SimpleIntent::Capabilities | SimpleIntent::ChitChat)
         );
         if supplies || !chat_only {
-            let candidates: Vec<Candidate> = pending
-                .iter()
-                .filter_map(|t| {
-                    registry.get_enabled(&t.assigned_agent).map(|agent| Candidate {
-                        task_id: Some(t.task_id.clone()),
-                        agent: agent.clone(),
-                        inputs: remote_inputs(t, input.query),
-                        depends_on: Vec::new(),
-                        remote: t.remote.clone(),
-                    })
-                })
-                .collect();
-            if !candidates.is_empty() {
-                let plan_id = input.pending_plan_id.unwrap_or(input.plan_id).to_string();
-                result.agents = candidates.iter().map(|c| c.agent.spec.id.to_string()).collect();
-                result.resumes_pending = true;
-                let reason = if supplies {
-                    "the turn supplies values for the pending clarification"
-                } else {
-                    "ask again for the pending clarification"
-                };
-                let (plan, found) =
-                    plan::build(registry.texts(), candidates, src, &plan_id, lang, "resume pending sub-tasks".into());
-                return decide(result, reason, Decision::Plan { plan, found, mode: PlanMode::Resumed });
+            if let Some(resumed) = resume(registry, &input, pending, src, supplies, result.clone()) {
+                return resumed;
             }
         }
     } else if cancel && hits.is_empty() {
@@ -277,6 +242,67 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
         other => format!("simple intent {other:?}"),
     };
     decide(result, &reason, Decision::Direct(simple))
+}
+
+/// The recognized intents of a turn, before its decision.
+fn intent_result(
+    recognition: &crate::matching::Recognition,
+    simple: Option<SimpleIntent>,
+    input: &TurnInput<'_>,
+) -> IntentResult {
+    IntentResult {
+        agents: recognition.hits().into_iter().map(|(_, id)| id).collect(),
+        simple,
+        confidence: match recognition.selected.iter().map(|s| s.confidence).reduce(f32::min) {
+            Some(c) => c,
+            None if simple.is_none() => 0.3,
+            None => 1.0,
+        },
+        reason: String::new(),
+        rewritten_query: input.query.to_string(),
+        lang: input.lang,
+        resumes_pending: false,
+        candidates: recognition.top(intent::CANDIDATES_SHOWN),
+    }
+}
+
+/// The pending clarification's sub-tasks, resumed with this turn's values (or asked for again),
+/// in the stored plan; `None` when none of their cards is enabled any more.
+fn resume(
+    registry: &Registry,
+    input: &TurnInput<'_>,
+    pending: &[SubTask],
+    src: KeySources<'_>,
+    supplies: bool,
+    mut result: IntentResult,
+) -> Option<TurnDecision> {
+    let candidates: Vec<Candidate> = pending
+        .iter()
+        .filter_map(|t| {
+            registry.get_enabled(&t.assigned_agent).map(|agent| Candidate {
+                task_id: Some(t.task_id.clone()),
+                agent: agent.clone(),
+                inputs: remote_inputs(t, input.query),
+                depends_on: Vec::new(),
+                remote: t.remote.clone(),
+            })
+        })
+        .collect();
+    if candidates.is_empty() {
+        return None;
+    }
+    let plan_id = input.pending_plan_id.unwrap_or(input.plan_id).to_string();
+    result.agents = candidates.iter().map(|c| c.agent.spec.id.to_string()).collect();
+    result.resumes_pending = true;
+    result.reason = if supplies {
+        "the turn supplies values for the pending clarification"
+    } else {
+        "ask again for the pending clarification"
+    }
+    .to_string();
+    let (plan, found) =
+        plan::build(registry.texts(), candidates, src, &plan_id, input.lang, "resume pending sub-tasks".into());
+    Some(TurnDecision { intent: result, decision: Decision::Plan { plan, found, mode: PlanMode::Resumed } })
 }
 
 /// Plans the given agents as a fresh request (used when intents come from elsewhere, e.g. a

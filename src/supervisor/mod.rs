@@ -137,61 +137,14 @@ impl Supervisor {
     async fn run_turn(&self, req: TurnRequest, thread_id: String, sink: EventSink) {
         let registry = self.registry.load();
         let lang = Lang::detect(&req.query);
-        let started = std::time::Instant::now();
         // The turn's deadline counts from its arrival: waiting for the thread's lock uses it up.
         let deadline = tokio::time::Instant::now() + registry.settings.request_timeout.0;
-        let max_queued = registry.settings.max_queued_turns_per_thread as usize;
-        let opened = tokio::select! {
-            opened = self.sessions.open_within(&req.user_id, &thread_id, deadline, max_queued) => Some(opened),
-            () = self.shutdown.cancelled() => None,
-        };
-        crate::metrics::stage("session_load", started.elapsed());
-        let Some(opened) = opened else {
-            // Cut off by a shutdown while waiting for the thread: nothing was done, nothing to save.
-            sink.emit(shutting_down(&registry, lang));
+        let Some(mut guard) = self.open_session(&registry, &req, &thread_id, deadline, lang, &sink).await else {
             return;
         };
-        let mut guard = match opened {
-            Ok(g) => g,
-            Err(e @ (StoreError::Busy | StoreError::QueueFull(_))) => {
-                let code = if matches!(e, StoreError::Busy) { "thread_busy" } else { "thread_queue_full" };
-                tracing::warn!(error = %e, thread = %thread_id, "turn refused: the thread is busy");
-                crate::metrics::rejected(code);
-                let text = registry.texts().get(lang, "error-thread-busy", &[]);
-                sink.emit(
-                    StageEvent::new(Stage::Error, text)
-                        .state("error", json!({ "code": code, "message": e.to_string() })),
-                );
-                return;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, thread = %thread_id, "session store failed");
-                let text = registry.texts().get(lang, "error-session-store", &[]);
-                sink.emit(
-                    StageEvent::new(Stage::Error, text)
-                        .state("error", json!({ "code": "session_store", "message": e.to_string() })),
-                );
-                return;
-            }
-        };
-        let max_sessions = registry.settings.max_sessions_per_user as usize;
-        if guard.is_new() && max_sessions > 0 {
-            match self.sessions.count_user(&req.user_id).await {
-                Ok(n) if n >= max_sessions => {
-                    tracing::warn!(sessions = n, "turn refused: the user has too many sessions");
-                    crate::metrics::rejected("too_many_sessions");
-                    let text = registry.texts().get(lang, "error-too-many-sessions", &[]);
-                    let message = format!("the user already has {n} sessions (at most {max_sessions})");
-                    sink.emit(
-                        StageEvent::new(Stage::Error, text)
-                            .state("error", json!({ "code": "too_many_sessions", "message": message })),
-                    );
-                    guard.release().await;
-                    return;
-                }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "cannot count the user's sessions; not bounded for this turn"),
-            }
+        if self.over_session_bound(&registry, &req, &guard, lang, &sink).await {
+            guard.release().await;
+            return;
         }
         let turn_started = std::time::Instant::now();
         // A turn without words (a widget form, a bare date) answers in the conversation's language.
@@ -232,6 +185,83 @@ impl Supervisor {
         crate::metrics::stage("session_save", started.elapsed());
         if let Err(e) = saved {
             tracing::error!(error = %e, thread = %thread_id, "session save failed");
+        }
+    }
+
+    /// Locks and loads the turn's session within its deadline; on a shutdown, a busy thread or a
+    /// store failure emits the turn's `done` and returns `None`.
+    async fn open_session(
+        &self,
+        registry: &Registry,
+        req: &TurnRequest,
+        thread_id: &str,
+        deadline: tokio::time::Instant,
+        lang: Lang,
+        sink: &EventSink,
+    ) -> Option<crate::session::SessionGuard<'_>> {
+        let started = std::time::Instant::now();
+        let max_queued = registry.settings.max_queued_turns_per_thread as usize;
+        let opened = tokio::select! {
+            opened = self.sessions.open_within(&req.user_id, thread_id, deadline, max_queued) => Some(opened),
+            () = self.shutdown.cancelled() => None,
+        };
+        crate::metrics::stage("session_load", started.elapsed());
+        let Some(opened) = opened else {
+            // Cut off by a shutdown while waiting for the thread: nothing was done, nothing to save.
+            sink.emit(shutting_down(registry, lang));
+            return None;
+        };
+        let (code, id, e) = match opened {
+            Ok(g) => return Some(g),
+            Err(e @ (StoreError::Busy | StoreError::QueueFull(_))) => {
+                let code = if matches!(e, StoreError::Busy) { "thread_busy" } else { "thread_queue_full" };
+                tracing::warn!(error = %e, thread = %thread_id, "turn refused: the thread is busy");
+                crate::metrics::rejected(code);
+                (code, "error-thread-busy", e)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, thread = %thread_id, "session store failed");
+                ("session_store", "error-session-store", e)
+            }
+        };
+        let text = registry.texts().get(lang, id, &[]);
+        sink.emit(
+            StageEvent::new(Stage::Error, text).state("error", json!({ "code": code, "message": e.to_string() })),
+        );
+        None
+    }
+
+    /// `true` (after emitting the turn's `done`) when a new thread would pass
+    /// `max_sessions_per_user`.
+    async fn over_session_bound(
+        &self,
+        registry: &Registry,
+        req: &TurnRequest,
+        guard: &crate::session::SessionGuard<'_>,
+        lang: Lang,
+        sink: &EventSink,
+    ) -> bool {
+        let max_sessions = registry.settings.max_sessions_per_user as usize;
+        if !guard.is_new() || max_sessions == 0 {
+            return false;
+        }
+        match self.sessions.count_user(&req.user_id).await {
+            Ok(n) if n >= max_sessions => {
+                tracing::warn!(sessions = n, "turn refused: the user has too many sessions");
+                crate::metrics::rejected("too_many_sessions");
+                let text = registry.texts().get(lang, "error-too-many-sessions", &[]);
+                let message = format!("the user already has {n} sessions (at most {max_sessions})");
+                sink.emit(
+                    StageEvent::new(Stage::Error, text)
+                        .state("error", json!({ "code": "too_many_sessions", "message": message })),
+                );
+                true
+            }
+            Ok(_) => false,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot count the user's sessions; not bounded for this turn");
+                false
+            }
         }
     }
 
