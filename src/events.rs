@@ -81,10 +81,13 @@ impl Stage {
 }
 
 /// One `ResponseState` object.
-#[derive(Debug, Clone, Serialize)]
+///
+/// Serializes to the wire form (docs/events.md). The plan of `plan_done` and `answer` events is
+/// shared through [`Payload::plan`] and written straight from it into `metadata.state.plan` when
+/// the event is serialized: no copy of the plan as a JSON tree per event.
+#[derive(Debug, Clone)]
 pub struct StageEvent {
     /// `content` or `done`.
-    #[serde(rename = "type")]
     pub kind: EventType,
     /// The stage.
     pub stage: Stage,
@@ -102,11 +105,72 @@ pub struct StageEvent {
     pub task_id: Option<String>,
     /// 1-based position in the turn's stream.
     pub seq: u64,
-    /// `semantic_info` when blocked, `state` otherwise.
+    /// `semantic_info` when blocked, `state` otherwise. With a [`Payload::plan`],
+    /// `state.plan` holds `null` here (keeping its place among the keys) and the serialized
+    /// event carries the plan there; [`StageEvent::wire_metadata`] is the wire form.
     pub metadata: Map<String, Value>,
-    /// The same data, typed, for in-process adapters (AG-UI, A2A): never serialized.
-    #[serde(skip)]
+    /// The same data, typed, for in-process adapters (AG-UI, A2A): not serialized itself.
     pub payload: Payload,
+}
+
+impl Serialize for StageEvent {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut e = s.serialize_struct("StageEvent", 10)?;
+        e.serialize_field("type", &self.kind)?;
+        e.serialize_field("stage", &self.stage)?;
+        e.serialize_field("content", &self.content)?;
+        e.serialize_field("agent_id", &self.agent_id)?;
+        e.serialize_field("is_thinking", &self.is_thinking)?;
+        e.serialize_field("session_id", &self.session_id)?;
+        e.serialize_field("thread_id", &self.thread_id)?;
+        e.serialize_field("task_id", &self.task_id)?;
+        e.serialize_field("seq", &self.seq)?;
+        e.serialize_field("metadata", &self.wire_metadata())?;
+        e.end()
+    }
+}
+
+/// `metadata` as sent: `state.plan` written from [`Payload::plan`].
+#[derive(Debug, Clone, Copy)]
+pub struct WireMetadata<'a> {
+    metadata: &'a Map<String, Value>,
+    plan: Option<&'a TaskPlan>,
+}
+
+impl Serialize for WireMetadata<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Some(plan) = self.plan else { return self.metadata.serialize(s) };
+        let mut m = s.serialize_map(Some(self.metadata.len()))?;
+        for (k, v) in self.metadata {
+            match v {
+                Value::Object(state) if k == "state" => m.serialize_entry(k, &WireState { state, plan })?,
+                _ => m.serialize_entry(k, v)?,
+            }
+        }
+        m.end()
+    }
+}
+
+struct WireState<'a> {
+    state: &'a Map<String, Value>,
+    plan: &'a TaskPlan,
+}
+
+impl Serialize for WireState<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.state.len()))?;
+        for (k, v) in self.state {
+            if k == "plan" {
+                m.serialize_entry(k, self.plan)?;
+            } else {
+                m.serialize_entry(k, v)?;
+            }
+        }
+        m.end()
+    }
 }
 
 /// The typed data an event carries, so the protocol adapters match on types instead of reading
@@ -168,11 +232,17 @@ impl StageEvent {
         }
     }
 
-    /// Attaches the task plan: `metadata.state.plan` and [`Payload::plan`].
-    pub fn plan(mut self, plan: &TaskPlan) -> Self {
-        self = self.state("plan", plan);
-        self.payload.plan = Some(Arc::new(plan.clone()));
+    /// Attaches the task plan: [`Payload::plan`], sent as `metadata.state.plan` (shared, not
+    /// copied: pass a snapshot when the plan changes afterwards).
+    pub fn plan(mut self, plan: Arc<TaskPlan>) -> Self {
+        self = self.state("plan", Value::Null);
+        self.payload.plan = Some(plan);
         self
+    }
+
+    /// `metadata` as it is sent (with the plan in `state.plan`).
+    pub fn wire_metadata(&self) -> WireMetadata<'_> {
+        WireMetadata { metadata: &self.metadata, plan: self.payload.plan.as_deref() }
     }
 
     /// Attaches the keys blocking sub-tasks: `metadata.semantic_info` and
@@ -285,5 +355,34 @@ impl EventSink {
     /// `true` once the `done` event went out.
     pub fn is_done(&self) -> bool {
         self.state.lock().map(|s| s.done).unwrap_or(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_shared_plan_is_sent_where_a_copied_plan_was() {
+        let plan: TaskPlan = serde_json::from_value(json!({
+            "plan_id": "plan_1", "task_type": "parallel", "reasoning": "r", "total_tasks": 1,
+            "missing_semantic_keys": [], "user_friendly_message": "m",
+            "sub_tasks": [{ "task_id": "t1", "description": "d", "assigned_agent": "weather_agent",
+                "inputs": { "message": "q", "city": "北京" }, "dependencies": [], "status": "done",
+                "output": { "z": 1.5, "a": [1, 2] } }],
+        }))
+        .unwrap();
+        let ev = StageEvent::new(Stage::Answer, "a")
+            .plan(Arc::new(plan.clone()))
+            .state("summarizer", "template")
+            .meta("semantic_info", json!([]));
+        // What the event carried before: the plan copied into metadata as a JSON tree.
+        let copied = json!({ "state": { "plan": plan, "summarizer": "template" }, "semantic_info": [] });
+        assert_eq!(serde_json::to_string(&ev.wire_metadata()).unwrap(), copied.to_string());
+        let wire: Value = serde_json::to_value(&ev).unwrap();
+        assert_eq!(wire["metadata"], copied);
+        assert_eq!(wire["type"], "done");
+        assert!(Arc::ptr_eq(ev.payload.plan.as_ref().unwrap(), ev.clone().payload.plan.as_ref().unwrap()));
     }
 }

@@ -5,14 +5,15 @@ use std::convert::Infallible;
 
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use futures::StreamExt;
-use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-use crate::events::{Stage, StageEvent};
+use crate::events::{Stage, StageEvent, WireMetadata};
 use crate::registry::Registry;
 use crate::text::Lang;
 
@@ -178,6 +179,80 @@ pub fn drained(
     })
 }
 
+/// The JSON form of a whole turn (`Accept: application/json`).
+#[derive(Serialize)]
+struct Collected<'a> {
+    thread_id: &'a str,
+    session_id: &'a str,
+    stage: Option<Stage>,
+    content: Option<&'a str>,
+    metadata: Option<WireMetadata<'a>>,
+    events: &'a [StageEvent],
+}
+
+/// How long an SSE stream may stay silent before a keep-alive comment (`:`) goes out.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// Appends `ev` as one SSE event: `event: <stage>`, `id: <seq>`, `data: <JSON>` (one line:
+/// compact JSON has no raw newline), serialized once, straight into `buf`.
+pub fn write_sse(buf: &mut Vec<u8>, ev: &StageEvent) {
+    use std::io::Write as _;
+    let start = buf.len();
+    let _ = write!(buf, "event: {}\nid: {}\ndata: ", ev.stage.as_str(), ev.seq);
+    if serde_json::to_writer(&mut *buf, ev).is_ok() {
+        buf.extend_from_slice(b"\n\n");
+    } else {
+        buf.truncate(start);
+        buf.extend_from_slice(b":unserializable event\n\n");
+    }
+}
+
+/// How long the SSE response head waits for the turn's first events, so both go out in one
+/// write; a turn that takes longer (its thread busy with another turn) gets the head at once.
+pub const HEAD_WAIT: Duration = Duration::from_millis(20);
+
+/// The SSE response of a turn's events. Events that are ready together (emitted between two
+/// waits of the turn, or while the connection was busy) go out as one body chunk, so one socket
+/// write, and the response head waits (at most [`HEAD_WAIT`]) for the first of them; `held`
+/// (the admission) lives as long as the stream.
+pub async fn sse_response<H: Send + 'static>(
+    events: impl futures::Stream<Item = StageEvent> + Send + 'static,
+    held: H,
+) -> Response {
+    let mut batches = Box::pin(events.ready_chunks(32));
+    let first = tokio::time::timeout(HEAD_WAIT, batches.next()).await;
+    let ended = matches!(first, Ok(None));
+    let first = first.ok().flatten().map(|batch| sse_chunk(&batch));
+    let alive = Box::pin(tokio::time::sleep(KEEP_ALIVE));
+    let rest = futures::stream::unfold((batches, alive, held, ended), |(mut batches, mut alive, held, ended)| async move {
+        if ended {
+            return None;
+        }
+        let chunk = tokio::select! {
+            biased;
+            batch = batches.next() => sse_chunk(&batch?),
+            () = alive.as_mut() => Bytes::from_static(b":\n\n"),
+        };
+        alive.as_mut().reset(tokio::time::Instant::now() + KEEP_ALIVE);
+        Some((chunk, (batches, alive, held, ended)))
+    });
+    let body = futures::stream::iter(first).chain(rest).map(Ok::<_, Infallible>);
+    (
+        [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")],
+        axum::body::Body::from_stream(body),
+    )
+        .into_response()
+}
+
+/// One body chunk of SSE events.
+fn sse_chunk(batch: &[StageEvent]) -> Bytes {
+    let mut buf = Vec::with_capacity(1024 * batch.len());
+    for ev in batch {
+        write_sse(&mut buf, ev);
+    }
+    Bytes::from(buf)
+}
+
 /// The handler.
 pub async fn chat(
     State(state): State<AppState>,
@@ -197,24 +272,17 @@ pub async fn chat(
         let events: Vec<_> = events.collect().await;
         drop(admission);
         let done = events.iter().rev().find(|e| e.is_done());
-        axum::Json(json!({
-            "thread_id": turn.thread_id,
-            "session_id": turn.session_id,
-            "stage": done.map(|e| e.stage),
-            "content": done.map(|e| e.content.as_str()),
-            "metadata": done.map(|e| &e.metadata),
-            "events": events,
-        }))
+        axum::Json(Collected {
+            thread_id: &turn.thread_id,
+            session_id: &turn.session_id,
+            stage: done.map(|e| e.stage),
+            content: done.map(|e| e.content.as_str()),
+            metadata: done.map(StageEvent::wire_metadata),
+            events: &events,
+        })
         .into_response()
     } else {
-        let stream = events.map(move |ev| {
-            let _held = &admission;
-            let event = Event::default().event(ev.stage.as_str()).id(ev.seq.to_string());
-            Ok::<_, Infallible>(
-                event.json_data(&ev).unwrap_or_else(|_| Event::default().comment("unserializable event")),
-            )
-        });
-        Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
+        sse_response(events, admission).await
     };
     if let Some(thread) = thread {
         response.headers_mut().insert("x-thread-id", thread);

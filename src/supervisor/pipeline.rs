@@ -1,6 +1,8 @@
 //! A plan's stages: `plan_started` / `plan_done` / `blocked` events, DAG execution, and the
 //! summary (the model's in LLM mode, else the template).
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 use tracing::Instrument;
 
@@ -25,7 +27,8 @@ impl Supervisor {
     ) -> (String, &'static str) {
         let (registry, req, lang, sink) = (t.registry, t.req, t.lang, t.sink);
         sink.emit(StageEvent::new(Stage::PlanStarted, t.text("stage-plan-started")));
-        sink.emit(StageEvent::new(Stage::PlanDone, plan.user_friendly_message.clone()).plan(plan));
+        // A snapshot: the plan's statuses change while it runs.
+        sink.emit(StageEvent::new(Stage::PlanDone, plan.user_friendly_message.clone()).plan(Arc::new(plan.clone())));
         for info in &plan.semantic_info {
             for key in &info.keys {
                 crate::metrics::blocked(key);

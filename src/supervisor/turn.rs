@@ -192,8 +192,11 @@ impl Supervisor {
             let pending = session.conversation.pending().map(|p| p.tasks.clone());
             return self.escalate(t, session, EscalationReason::RepeatedFailures, text, pending.as_deref());
         }
-        let mut done =
-            StageEvent::new(Stage::Answer, text.clone()).agent("summarize").plan(&plan).state("summarizer", summarizer);
+        let plan = std::sync::Arc::new(plan);
+        let mut done = StageEvent::new(Stage::Answer, text.clone())
+            .agent("summarize")
+            .plan(plan.clone())
+            .state("summarizer", summarizer);
         if !plan.semantic_info.is_empty() {
             done = done.semantic_info(&plan.semantic_info);
         }
