@@ -224,18 +224,19 @@ pub async fn sse_response<H: Send + 'static>(
     let ended = matches!(first, Ok(None));
     let first = first.ok().flatten().map(|batch| sse_chunk(&batch));
     let alive = Box::pin(tokio::time::sleep(KEEP_ALIVE));
-    let rest = futures::stream::unfold((batches, alive, held, ended), |(mut batches, mut alive, held, ended)| async move {
-        if ended {
-            return None;
-        }
-        let chunk = tokio::select! {
-            biased;
-            batch = batches.next() => sse_chunk(&batch?),
-            () = alive.as_mut() => Bytes::from_static(b":\n\n"),
-        };
-        alive.as_mut().reset(tokio::time::Instant::now() + KEEP_ALIVE);
-        Some((chunk, (batches, alive, held, ended)))
-    });
+    let rest =
+        futures::stream::unfold((batches, alive, held, ended), |(mut batches, mut alive, held, ended)| async move {
+            if ended {
+                return None;
+            }
+            let chunk = tokio::select! {
+                biased;
+                batch = batches.next() => sse_chunk(&batch?),
+                () = alive.as_mut() => Bytes::from_static(b":\n\n"),
+            };
+            alive.as_mut().reset(tokio::time::Instant::now() + KEEP_ALIVE);
+            Some((chunk, (batches, alive, held, ended)))
+        });
     let body = futures::stream::iter(first).chain(rest).map(Ok::<_, Infallible>);
     (
         [(header::CONTENT_TYPE, "text/event-stream"), (header::CACHE_CONTROL, "no-cache")],
