@@ -141,7 +141,14 @@ soak() {
 }
 
 streams() {
-  ulimit -n 65536
+  # Each open turn holds three sockets in Switchboard (the client's, one per sub-agent call):
+  # STREAMS is capped by the open-file limit the machine allows.
+  ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+  local cap=$(( ($(ulimit -n) - 1000) / 3 ))
+  if [ "$STREAMS" -gt "$cap" ]; then
+    log "STREAMS=$STREAMS needs $((STREAMS * 3)) open files; the limit here is $(ulimit -n): using $cap"
+    STREAMS=$cap
+  fi
   start_nginx
   # The sub-agents answer after HOLD seconds (the floor binary in slow-agent mode), so every turn
   # stays open meanwhile.

@@ -219,23 +219,23 @@ pub async fn sse_response<H: Send + 'static>(
     events: impl futures::Stream<Item = StageEvent> + Send + 'static,
     held: H,
 ) -> Response {
-    let mut batches = Box::pin(events.ready_chunks(32));
-    let first = tokio::time::timeout(HEAD_WAIT, batches.next()).await;
+    let mut events = Box::pin(events.fuse());
+    let first = tokio::time::timeout(HEAD_WAIT, next_chunk(&mut events)).await;
     let ended = matches!(first, Ok(None));
-    let first = first.ok().flatten().map(|batch| sse_chunk(&batch));
+    let first = first.ok().flatten();
     let alive = Box::pin(tokio::time::sleep(KEEP_ALIVE));
     let rest =
-        futures::stream::unfold((batches, alive, held, ended), |(mut batches, mut alive, held, ended)| async move {
+        futures::stream::unfold((events, alive, held, ended), |(mut events, mut alive, held, ended)| async move {
             if ended {
                 return None;
             }
             let chunk = tokio::select! {
                 biased;
-                batch = batches.next() => sse_chunk(&batch?),
+                chunk = next_chunk(&mut events) => chunk?,
                 () = alive.as_mut() => Bytes::from_static(b":\n\n"),
             };
             alive.as_mut().reset(tokio::time::Instant::now() + KEEP_ALIVE);
-            Some((chunk, (batches, alive, held, ended)))
+            Some((chunk, (events, alive, held, ended)))
         });
     let body = futures::stream::iter(first).chain(rest).map(Ok::<_, Infallible>);
     (
@@ -245,13 +245,23 @@ pub async fn sse_response<H: Send + 'static>(
         .into_response()
 }
 
-/// One body chunk of SSE events.
-fn sse_chunk(batch: &[StageEvent]) -> Bytes {
-    let mut buf = Vec::with_capacity(1024 * batch.len());
-    for ev in batch {
-        write_sse(&mut buf, ev);
+/// Waits for the next event, then takes every event already waiting behind it (at most 32),
+/// and writes them as one body chunk; `None` once the stream ended. Nothing is buffered between
+/// calls (a stream waiting for its turn's next event holds no batch).
+async fn next_chunk<S: futures::Stream<Item = StageEvent> + futures::stream::FusedStream + Unpin>(
+    events: &mut S,
+) -> Option<Bytes> {
+    use futures::FutureExt as _;
+    let first = events.next().await?;
+    let mut buf = Vec::with_capacity(2048);
+    write_sse(&mut buf, &first);
+    for _ in 1..32 {
+        match events.next().now_or_never() {
+            Some(Some(ev)) => write_sse(&mut buf, &ev),
+            _ => break,
+        }
     }
-    Bytes::from(buf)
+    Some(Bytes::from(buf))
 }
 
 /// The handler.
