@@ -280,7 +280,13 @@ pub struct SessionStore {
     backend: Arc<dyn SessionBackend>,
     ttl: Duration,
     locks: Mutex<HashMap<Key, Arc<ThreadLock>>>,
+    /// The size of `locks` at which cells nobody holds are dropped next; doubles with the cells
+    /// still held, so the sweep costs O(1) per turn amortized however many turns are open.
+    sweep_at: AtomicUsize,
 }
+
+/// Lock cells kept before the first sweep of unheld ones.
+const LOCK_SWEEP_AT: usize = 10_000;
 
 impl std::fmt::Debug for SessionStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -291,7 +297,7 @@ impl std::fmt::Debug for SessionStore {
 impl SessionStore {
     /// A store over `backend`; sessions expire `ttl` after their last save.
     pub fn new(backend: Arc<dyn SessionBackend>, ttl: Duration) -> Self {
-        Self { backend, ttl, locks: Mutex::new(HashMap::new()) }
+        Self { backend, ttl, locks: Mutex::new(HashMap::new()), sweep_at: AtomicUsize::new(LOCK_SWEEP_AT) }
     }
 
     /// An in-memory store (24 h TTL).
@@ -341,8 +347,11 @@ impl SessionStore {
         let cell = {
             let mut map = self.locks.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             // Drop lock cells nobody holds, so the map does not grow with every thread ever seen.
-            if map.len() > 10_000 {
-                map.retain(|_, c| Arc::strong_count(c) > 1);
+            if map.len() > self.sweep_at.load(Ordering::Relaxed) {
+                // A cell is in use while a turn holds its lock (the guard keeps a clone of
+                // `turn`) or waits for it (the waiter keeps a clone of the cell).
+                map.retain(|_, c| Arc::strong_count(c) > 1 || Arc::strong_count(&c.turn) > 1);
+                self.sweep_at.store((map.len() * 2).max(LOCK_SWEEP_AT), Ordering::Relaxed);
             }
             map.entry(key).or_default().clone()
         };
@@ -497,6 +506,23 @@ mod tests {
         let backend = open_backend(&format!("sqlite://{}", dir.path().join("s.db").display())).await.unwrap();
         assert_eq!(backend.kind(), "sqlite");
         roundtrip(backend).await;
+    }
+
+    #[tokio::test]
+    async fn lock_cells_nobody_holds_are_swept() {
+        let store = SessionStore::in_memory();
+        for i in 0..(LOCK_SWEEP_AT + 10) {
+            store.open("u", &format!("t{i}")).await.unwrap().release().await;
+        }
+        let cells = store.locks.lock().unwrap().len();
+        assert!(cells <= 10, "{cells} lock cells kept after the sweep");
+        // Held cells survive a sweep, and the next sweep waits until the map doubles.
+        let held = store.open("u", "held").await.unwrap();
+        for i in 0..(LOCK_SWEEP_AT + 10) {
+            store.open("u", &format!("s{i}")).await.unwrap().release().await;
+        }
+        assert!(store.locks.lock().unwrap().contains_key(&("u".to_string(), "held".to_string())));
+        held.release().await;
     }
 
     #[tokio::test]
