@@ -236,6 +236,21 @@ pub trait SessionBackend: Send + Sync + 'static {
     fn unlock<'a>(&'a self, _user_id: &'a str, _thread_id: &'a str, _token: LockToken) -> BoxFuture<'a, ()> {
         Box::pin(async {})
     }
+    /// Stores the session ([`SessionBackend::save`]) and releases the lock ([`SessionBackend::unlock`])
+    /// in one go where the backend can (Redis pipelines both into one round trip). The lock is
+    /// released whether or not the save succeeded.
+    fn save_and_unlock<'a>(
+        &'a self,
+        session: &'a Session,
+        ttl: Duration,
+        token: LockToken,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let result = self.save(session, ttl).await;
+            self.unlock(&session.user_id, &session.thread_id, token).await;
+            result
+        })
+    }
     /// `memory`, `sqlite` or `redis`.
     fn kind(&self) -> &'static str;
 }
@@ -421,11 +436,10 @@ impl SessionGuard<'_> {
     pub async fn save(mut self) -> Result<(), StoreError> {
         self.session.updated_at = Utc::now();
         let store = self.store;
-        let result = store.backend.save(&self.session, store.ttl).await;
-        if let Some(token) = self.token.take() {
-            store.backend.unlock(&self.session.user_id, &self.session.thread_id, token).await;
+        match self.token.take() {
+            Some(token) => store.backend.save_and_unlock(&self.session, store.ttl, token).await,
+            None => store.backend.save(&self.session, store.ttl).await,
         }
-        result
     }
 
     /// `true` when the session was not stored yet: this turn would create it.

@@ -34,6 +34,10 @@ fn threads_key(user: &str) -> String {
     format!("switchboard:threads:{}:{user}", user.len())
 }
 
+/// Deletes the lock only when it still holds this turn's token.
+const UNLOCK: &str =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";
+
 fn session_key(user: &str, thread: &str) -> String {
     format!("switchboard:session:{}:{}", user.len(), [user, thread].concat())
 }
@@ -97,6 +101,48 @@ impl SessionBackend for RedisBackend {
         })
     }
 
+    fn save_and_unlock<'a>(
+        &'a self,
+        session: &'a Session,
+        ttl: Duration,
+        token: LockToken,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let Some(token) = token.0 else { return self.save(session, ttl) };
+        Box::pin(async move {
+            let doc = serde_json::to_string(session);
+            let mut conn = self.conn.clone();
+            let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+            let lock = lock_key(&session.user_id, &session.thread_id);
+            let mut pipe = redis::pipe();
+            pipe.atomic();
+            if let Ok(doc) = &doc {
+                // What `save` sends.
+                let expires =
+                    chrono::Utc::now().timestamp_millis().saturating_add(i64::try_from(ms).unwrap_or(i64::MAX / 2));
+                let threads = threads_key(&session.user_id);
+                pipe.cmd("SET")
+                    .arg(session_key(&session.user_id, &session.thread_id))
+                    .arg(doc)
+                    .arg("PX")
+                    .arg(ms)
+                    .ignore()
+                    .cmd("ZADD")
+                    .arg(&threads)
+                    .arg(expires)
+                    .arg(&session.thread_id)
+                    .ignore()
+                    .cmd("PEXPIRE")
+                    .arg(&threads)
+                    .arg(ms)
+                    .ignore();
+            }
+            // The compare-and-delete of `unlock`, as EVAL so it needs no script cache.
+            pipe.cmd("EVAL").arg(UNLOCK).arg(1).arg(lock).arg(token).ignore();
+            let _: () = pipe.query_async(&mut conn).await?;
+            doc.map(|_| ()).map_err(StoreError::from)
+        })
+    }
+
     fn lock<'a>(
         &'a self,
         user_id: &'a str,
@@ -134,9 +180,7 @@ impl SessionBackend for RedisBackend {
         Box::pin(async move {
             let Some(token) = token.0 else { return };
             let mut conn = self.conn.clone();
-            let script = redis::Script::new(
-                "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end",
-            );
+            let script = redis::Script::new(UNLOCK);
             let result: Result<i64, _> =
                 script.key(lock_key(user_id, thread_id)).arg(token).invoke_async(&mut conn).await;
             if let Err(e) = result {
