@@ -332,7 +332,7 @@ impl SessionStore {
     /// # Errors
     /// [`StoreError`] when the backend fails or the thread stays busy.
     pub async fn open(&self, user_id: &str, thread_id: &str) -> Result<SessionGuard<'_>, StoreError> {
-        self.open_inner(user_id, thread_id, None, usize::MAX).await
+        self.open_inner(user_id, thread_id, None, usize::MAX, true).await
     }
 
     /// Like [`SessionStore::open`] for a turn with a `deadline`: the wait for the thread's lock
@@ -348,7 +348,23 @@ impl SessionStore {
         deadline: tokio::time::Instant,
         max_queued: usize,
     ) -> Result<SessionGuard<'_>, StoreError> {
-        self.open_inner(user_id, thread_id, Some(deadline), max_queued).await
+        self.open_inner(user_id, thread_id, Some(deadline), max_queued, true).await
+    }
+
+    /// Like [`SessionStore::open_within`], for a thread id this process has just made up (a turn
+    /// that came without one): nothing can be stored under it yet, so the backend is not asked
+    /// for it (the locks are taken all the same).
+    ///
+    /// # Errors
+    /// [`StoreError`] when the backend fails, the thread stays busy or its queue is full.
+    pub async fn open_new_within(
+        &self,
+        user_id: &str,
+        thread_id: &str,
+        deadline: tokio::time::Instant,
+        max_queued: usize,
+    ) -> Result<SessionGuard<'_>, StoreError> {
+        self.open_inner(user_id, thread_id, Some(deadline), max_queued, false).await
     }
 
     async fn open_inner(
@@ -357,6 +373,7 @@ impl SessionStore {
         thread_id: &str,
         deadline: Option<tokio::time::Instant>,
         max_queued: usize,
+        load: bool,
     ) -> Result<SessionGuard<'_>, StoreError> {
         let key = (user_id.to_string(), thread_id.to_string());
         let cell = {
@@ -390,7 +407,8 @@ impl SessionStore {
             return Err(StoreError::Busy);
         }
         let token = self.backend.lock(user_id, thread_id, wait).await?;
-        let (session, new) = match self.backend.load(user_id, thread_id).await {
+        let loaded = if load { self.backend.load(user_id, thread_id).await } else { Ok(None) };
+        let (session, new) = match loaded {
             Ok(Some(s)) => (s, false),
             Ok(None) => (Session::new(user_id, thread_id), true),
             Err(e) => {

@@ -201,8 +201,16 @@ impl Supervisor {
     ) -> Option<crate::session::SessionGuard<'_>> {
         let started = std::time::Instant::now();
         let max_queued = registry.settings.max_queued_turns_per_thread as usize;
+        // A thread id made up by start_turn has no stored session yet: no load.
+        let open = async {
+            if req.thread_id.is_none() {
+                self.sessions.open_new_within(&req.user_id, thread_id, deadline, max_queued).await
+            } else {
+                self.sessions.open_within(&req.user_id, thread_id, deadline, max_queued).await
+            }
+        };
         let opened = tokio::select! {
-            opened = self.sessions.open_within(&req.user_id, thread_id, deadline, max_queued) => Some(opened),
+            opened = open => Some(opened),
             () = self.shutdown.cancelled() => None,
         };
         crate::metrics::stage("session_load", started.elapsed());
