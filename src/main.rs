@@ -171,12 +171,6 @@ fn init_logging() {
     switchboard::logging::init();
 }
 
-/// mimalloc instead of the system allocator: a turn makes many small, short-lived allocations
-/// across the runtime's threads, where glibc malloc spent ~12% of the CPU (perf) and kept freed
-/// memory in per-thread arenas.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
