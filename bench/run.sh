@@ -157,7 +157,9 @@ streams() {
   PIDS+=($!)
   wait_up "http://127.0.0.1:$SLOW_PORT/weather" POST '{}' || true
   sed "s#127.0.0.1:$SUB_PORT#127.0.0.1:$SLOW_PORT#; s#timeout: 10s#timeout: 120s#" "$BENCH/agents.yaml" >"$BENCH/.streams.yaml"
-  MAX_CONCURRENT=$((STREAMS * 2)) start_switchboard "$BENCH/.streams.yaml"
+  # Every stream comes from 127.0.0.1: lift the per-address connection cap (default 256).
+  SWITCHBOARD_MAX_CONNECTIONS_PER_ADDRESS=$((STREAMS * 2)) MAX_CONCURRENT=$((STREAMS * 2)) \
+    start_switchboard "$BENCH/.streams.yaml"
   local idle open after
   idle=$(rss_kb "$SB_PID")
   # STREAMS connections, each one turn at a time; wrk stops after HOLD*1.5 s.
