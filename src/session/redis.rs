@@ -38,6 +38,29 @@ fn threads_key(user: &str) -> String {
 const UNLOCK: &str =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end";
 
+/// The commands of a save: the session document and its entry in the user's thread set, both
+/// expiring `ttl` from now.
+fn push_save(pipe: &mut redis::Pipeline, session: &Session, doc: &str, ttl: Duration) {
+    let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
+    let expires = chrono::Utc::now().timestamp_millis().saturating_add(i64::try_from(ms).unwrap_or(i64::MAX / 2));
+    let threads = threads_key(&session.user_id);
+    pipe.cmd("SET")
+        .arg(session_key(&session.user_id, &session.thread_id))
+        .arg(doc)
+        .arg("PX")
+        .arg(ms)
+        .ignore()
+        .cmd("ZADD")
+        .arg(&threads)
+        .arg(expires)
+        .arg(&session.thread_id)
+        .ignore()
+        .cmd("PEXPIRE")
+        .arg(&threads)
+        .arg(ms)
+        .ignore();
+}
+
 fn session_key(user: &str, thread: &str) -> String {
     format!("switchboard:session:{}:{}", user.len(), [user, thread].concat())
 }
@@ -74,29 +97,10 @@ impl SessionBackend for RedisBackend {
         Box::pin(async move {
             let doc = serde_json::to_string(session)?;
             let mut conn = self.conn.clone();
-            let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
-            let expires =
-                chrono::Utc::now().timestamp_millis().saturating_add(i64::try_from(ms).unwrap_or(i64::MAX / 2));
-            let threads = threads_key(&session.user_id);
-            let _: () = redis::pipe()
-                .atomic()
-                .cmd("SET")
-                .arg(session_key(&session.user_id, &session.thread_id))
-                .arg(doc)
-                .arg("PX")
-                .arg(ms)
-                .ignore()
-                .cmd("ZADD")
-                .arg(&threads)
-                .arg(expires)
-                .arg(&session.thread_id)
-                .ignore()
-                .cmd("PEXPIRE")
-                .arg(&threads)
-                .arg(ms)
-                .ignore()
-                .query_async(&mut conn)
-                .await?;
+            let mut pipe = redis::pipe();
+            pipe.atomic();
+            push_save(&mut pipe, session, &doc, ttl);
+            let _: () = pipe.query_async(&mut conn).await?;
             Ok(())
         })
     }
@@ -111,30 +115,11 @@ impl SessionBackend for RedisBackend {
         Box::pin(async move {
             let doc = serde_json::to_string(session);
             let mut conn = self.conn.clone();
-            let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX).max(1);
             let lock = lock_key(&session.user_id, &session.thread_id);
             let mut pipe = redis::pipe();
             pipe.atomic();
             if let Ok(doc) = &doc {
-                // What `save` sends.
-                let expires =
-                    chrono::Utc::now().timestamp_millis().saturating_add(i64::try_from(ms).unwrap_or(i64::MAX / 2));
-                let threads = threads_key(&session.user_id);
-                pipe.cmd("SET")
-                    .arg(session_key(&session.user_id, &session.thread_id))
-                    .arg(doc)
-                    .arg("PX")
-                    .arg(ms)
-                    .ignore()
-                    .cmd("ZADD")
-                    .arg(&threads)
-                    .arg(expires)
-                    .arg(&session.thread_id)
-                    .ignore()
-                    .cmd("PEXPIRE")
-                    .arg(&threads)
-                    .arg(ms)
-                    .ignore();
+                push_save(&mut pipe, session, doc, ttl);
             }
             // The compare-and-delete of `unlock`, as EVAL so it needs no script cache.
             pipe.cmd("EVAL").arg(UNLOCK).arg(1).arg(lock).arg(token).ignore();
