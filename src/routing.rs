@@ -68,6 +68,7 @@ pub fn route(registry: &Registry, query: &str) -> (Vec<String>, Map<String, Valu
         session_slots: &empty,
         pending: None,
         pending_plan_id: None,
+        choice: None,
         previous: None,
         today: NaiveDate::from_ymd_opt(2026, 1, 1).unwrap_or_default(),
         plan_id: "routing_test",
@@ -182,6 +183,8 @@ pub fn explain(registry: &Registry, query: &str) -> String {
         format!("plan {}", routed.join(" -> "))
     } else if let Some(s) = simple {
         format!("answer directly ({})", serde_json::to_string(&s).unwrap_or_default().trim_matches('"'))
+    } else if !rec.uncertain.is_empty() {
+        "ask which capability was meant (did you mean; nothing dispatched)".to_string()
     } else {
         "out of scope (nothing dispatched)".to_string()
     };

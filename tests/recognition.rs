@@ -68,6 +68,7 @@ fn routed(reg: &Registry, query: &str) -> Vec<String> {
         session_slots: &empty,
         pending: None,
         pending_plan_id: None,
+        choice: None,
         previous: None,
         today: NaiveDate::from_ymd_opt(2026, 11, 23).unwrap(),
         plan_id: "eval",

@@ -60,6 +60,19 @@ direct-out-of-scope =
 # $tasks: the dropped sub-tasks, joined with list-separator.
 cancel-done = OK, cancelled: { $tasks }. Anything else I can help with?
 cancel-nothing = OK. Anything else I can help with?
+cancel-choice = OK, let's leave that. Anything else I can help with?
+
+## Did you mean (a choice among plausible capabilities)
+
+# $options: the numbered candidates, one per line (choice-option).
+choice-question =
+    I am not sure which of these you mean:
+    { $options }
+    Reply with a number or a name (e.g. "the first one"), or tell me in other words.
+# $n: the position (1, 2, 3); $name / $description: the capability card's.
+choice-option = { $n }. { $name }: { $description }
+# The description of the `intent` key of the question's semantic_info entry.
+choice-key-description = What you would like to do
 
 ## Handing over to a human (escalated)
 

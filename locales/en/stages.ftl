@@ -12,6 +12,8 @@ stage-intent-found =
     }
 stage-intent-resumed = Got it, continuing your earlier request.
 stage-intent-rerouted = OK, leaving the earlier request aside for your new one.
+stage-intent-choice = I am not sure which service you mean yet.
+stage-intent-chosen = OK, going with your choice.
 
 ## Planning (plan_started / plan_done)
 

@@ -60,6 +60,19 @@ direct-out-of-scope =
 # $tasks: the dropped sub-tasks, joined with list-separator.
 cancel-done = 好的，已取消：{ $tasks }。还有什么可以帮您？
 cancel-nothing = 好的。还有什么可以帮您？
+cancel-choice = 好的，这个问题先不处理了。还有什么可以帮您？
+
+## Did you mean (a choice among plausible capabilities)
+
+# $options: the numbered candidates, one per line (choice-option).
+choice-question =
+    我不太确定您想办理哪一项，您是指：
+    { $options }
+    请回复序号或名称（例如“第一个”），或换个说法告诉我。
+# $n: the position (1, 2, 3); $name / $description: the capability card's.
+choice-option = { $n }. { $name }：{ $description }
+# The description of the `intent` key of the question's semantic_info entry.
+choice-key-description = 您想办理的事项
 
 ## Handing over to a human (escalated)
 

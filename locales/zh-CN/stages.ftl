@@ -9,6 +9,8 @@ stage-intent-understood = 已理解您的需求。
 stage-intent-found = 识别到 { $count } 项需求。
 stage-intent-resumed = 收到，继续处理您之前的请求。
 stage-intent-rerouted = 好的，先放下之前未完成的请求，为您处理新的需求。
+stage-intent-choice = 我还不确定您想办理哪一项。
+stage-intent-chosen = 好的，按您的选择继续。
 
 ## Planning (plan_started / plan_done)
 

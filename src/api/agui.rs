@@ -106,13 +106,14 @@ pub async fn run(
             (a.user_id.clone(), Some(a))
         }
     };
-    // The sub-tasks the resumed interrupts name: they must be pending.
-    let pending = if input.resume.is_empty() {
-        Vec::new()
+    // The sub-tasks (or the did-you-mean question) the resumed interrupts name: they must be pending.
+    let (pending, choice_id) = if input.resume.is_empty() {
+        (Vec::new(), None)
     } else {
         let session = state.supervisor.sessions.peek(&user, &input.thread_id).await;
         let session = session.map_err(|e| ApiError::Unavailable(format!("session store: {e}")))?;
-        session.and_then(|s| s.conversation.pending().map(|p| p.tasks.clone())).unwrap_or_default()
+        let choice_id = session.as_ref().and_then(|s| s.conversation.choice().map(|c| c.choice_id.clone()));
+        (session.and_then(|s| s.conversation.pending().map(|p| p.tasks.clone())).unwrap_or_default(), choice_id)
     };
     let mut slots = Map::new();
     let mut answers = Vec::new();
@@ -121,6 +122,17 @@ pub async fn run(
         if !matches!(r.status.as_str(), "resolved" | "cancelled") {
             let message = format!("resume status {:?} is not resolved or cancelled", r.status);
             return Err(ApiError::bad_request("invalid_resume", message));
+        }
+        if choice_id.as_deref() == Some(r.interrupt_id.as_str()) {
+            match (&r.payload, r.status.as_str()) {
+                (_, "cancelled") => cancelled = true,
+                (Value::Object(values), _) => slots.extend(values.clone()),
+                (Value::String(agent), _) => {
+                    slots.insert(crate::planner::choice::CHOICE_KEY.into(), json!(agent));
+                }
+                _ => {}
+            }
+            continue;
         }
         let Some(task) = pending.iter().find(|t| t.task_id == r.interrupt_id) else {
             let message = format!(
@@ -319,12 +331,18 @@ impl AgUiMapper {
                 .unwrap_or(chrono::Duration::MAX)
     }
 
-    /// One interrupt per blocked sub-task, merging its `miss` and `invalid` keys.
+    /// One interrupt per blocked sub-task, merging its `miss` and `invalid` keys; a did-you-mean
+    /// question is one interrupt whose `responseSchema` is an enum of the candidates.
     fn interrupts(&self, infos: &[SemanticInfo], message: &str, expires: chrono::DateTime<chrono::Utc>) -> Vec<Value> {
         // (task id, agent id, [(key, description, widget)])
         type Keys = Vec<(String, String, String)>;
         let mut by_task: Vec<(String, String, Keys)> = Vec::new();
+        let mut choices = Vec::new();
         for info in infos {
+            if info.kind == crate::planner::MissKind::Intent {
+                choices.push(self.choice_interrupt(info, message, expires));
+                continue;
+            }
             let entry = match by_task.iter_mut().position(|(t, _, _)| *t == info.task_id) {
                 Some(i) => &mut by_task[i],
                 None => {
@@ -366,7 +384,37 @@ impl AgUiMapper {
                     "metadata": { "widgets": widgets },
                 })
             })
+            .chain(choices)
             .collect()
+    }
+
+    /// The interrupt of a did-you-mean question: `{intent: <agent id>}` with the candidates as
+    /// an enum (`oneOf` with titles for display), the `intent_picker` widget and the candidates.
+    fn choice_interrupt(&self, info: &SemanticInfo, message: &str, expires: chrono::DateTime<chrono::Utc>) -> Value {
+        let key = crate::planner::choice::CHOICE_KEY;
+        let description = info.key_descriptions.first().cloned().unwrap_or_default();
+        let ids: Vec<&str> = info.candidates.iter().map(|c| c.agent_id.as_str()).collect();
+        let titled: Vec<Value> = info
+            .candidates
+            .iter()
+            .map(|c| json!({ "const": c.agent_id, "title": c.name, "description": c.description }))
+            .collect();
+        let widget = info.fe_widgets_suggestion.first().cloned().unwrap_or_default();
+        json!({
+            "id": info.task_id,
+            "reason": "input_required",
+            "message": message,
+            "responseSchema": {
+                "type": "object",
+                "properties": { key: { "type": "string", "enum": ids, "oneOf": titled, "description": description } },
+                "required": [key],
+            },
+            "expiresAt": expires.to_rfc3339(),
+            "metadata": {
+                "widgets": [{ "key": key, "description": description, "widget": widget, "descriptor": self.registry.widgets.get(widget.as_str()) }],
+                "candidates": info.candidates,
+            },
+        })
     }
 }
 

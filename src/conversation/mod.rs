@@ -11,6 +11,11 @@
 //!    │  └──── expires_at passed (expire) ───┘  │ rounds > max_clarification_rounds
 //!    │                                         ▼
 //!    └──────── any new query ────────────  Escalated ◀── user asks / sensitive / failures
+//!
+//!         no confident card, candidates            a pick (ordinal, name, `intent` slot)
+//!   Idle ─────────────────────────────▶ AwaitingIntent ───────────────────────────────────▶ planned
+//!                                        │  │ no pick: rounds + 1, past max_clarification_rounds
+//!    Idle ◀── cancel / expire / new ─────┘  └──────────────────────────────────────────▶ Escalated
 //! ```
 //!
 //! - [`Conversation::expire`]: a clarification past `expires_at` is dropped before planning.
@@ -23,6 +28,9 @@
 //! - [`Conversation::record_dispatch`]: turns whose dispatched sub-tasks all failed count;
 //!   `escalate_after_failures` in a row escalate.
 //! - [`Conversation::escalated`]: the hand-over to a human.
+//! - [`Conversation::asked_choice`]: a did-you-mean question (no confident capability card but
+//!   plausible candidates) waits for the user's pick; it expires, is cancelled and re-routed like
+//!   a clarification, and a pick plans the chosen card.
 //!
 //! Every transition takes `self` by value and the time as an argument; none reads a clock.
 
@@ -75,6 +83,52 @@ pub struct PendingClarification {
     pub keys: Vec<String>,
 }
 
+/// A did-you-mean question waiting for the user's pick (the second stage of recognition).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingChoice {
+    /// `choice_<12 hex>`: the question's id (the AG-UI interrupt id and `semantic_info` task id).
+    pub choice_id: String,
+    /// The query that was not understood confidently; the chosen card is planned on it.
+    pub query: String,
+    /// Candidate agent ids, best first.
+    pub candidates: Vec<String>,
+    /// When it was asked (RFC 3339 on the wire).
+    #[serde(with = "rfc3339")]
+    pub created_at: DateTime<Utc>,
+    /// When it expires: `clarification_timeout` after the last ask (RFC 3339 on the wire).
+    #[serde(default = "rfc3339::epoch", with = "rfc3339")]
+    pub expires_at: DateTime<Utc>,
+    /// How many times the question has been asked.
+    pub rounds: u32,
+}
+
+/// Pending work a transition dropped: its remote tasks are to be cancelled.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dropped {
+    /// A clarification of blocked sub-tasks.
+    Keys(PendingClarification),
+    /// A did-you-mean question.
+    Choice(PendingChoice),
+}
+
+impl Dropped {
+    /// The dropped sub-tasks (none for a did-you-mean question).
+    pub fn tasks(&self) -> &[SubTask] {
+        match self {
+            Self::Keys(p) => &p.tasks,
+            Self::Choice(_) => &[],
+        }
+    }
+
+    /// The dropped sub-tasks, owned.
+    pub fn into_tasks(self) -> Vec<SubTask> {
+        match self {
+            Self::Keys(p) => p.tasks,
+            Self::Choice(_) => Vec::new(),
+        }
+    }
+}
+
 /// A finished hand-over to a human.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Escalation {
@@ -94,6 +148,8 @@ pub enum ConversationState {
     /// Blocked sub-tasks wait for semantic-key values (or for the answer to a remote agent's
     /// question).
     AwaitingKeys(PendingClarification),
+    /// A did-you-mean question waits for the user to pick a capability.
+    AwaitingIntent(PendingChoice),
     /// The last turn handed the user to a human; the next query starts afresh.
     Escalated(Escalation),
 }
@@ -146,35 +202,97 @@ impl Conversation {
         }
     }
 
-    /// Drops a pending clarification whose `expires_at` is not after `now`. Returns the dropped
-    /// clarification (its remote tasks are to be cancelled); the last intent is forgotten too, so
-    /// the turn is planned afresh.
-    pub fn expire(self, now: DateTime<Utc>) -> (Self, Option<PendingClarification>) {
+    /// The did-you-mean question waiting for a pick, if any.
+    pub fn choice(&self) -> Option<&PendingChoice> {
+        match &self.state {
+            ConversationState::AwaitingIntent(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// When what waits for the user (a clarification or a did-you-mean question) expires.
+    pub fn waiting_until(&self) -> Option<DateTime<Utc>> {
+        match &self.state {
+            ConversationState::AwaitingKeys(p) => Some(p.expires_at),
+            ConversationState::AwaitingIntent(c) => Some(c.expires_at),
+            _ => None,
+        }
+    }
+
+    /// Drops a pending clarification or did-you-mean question whose `expires_at` is not after
+    /// `now`. Returns what was dropped (its remote tasks are to be cancelled); the last intent is
+    /// forgotten too, so the turn is planned afresh.
+    pub fn expire(self, now: DateTime<Utc>) -> (Self, Option<Dropped>) {
         match self.state {
             ConversationState::AwaitingKeys(p) if p.expires_at <= now => {
-                (Self { state: ConversationState::Idle, last_intent: Vec::new(), ..self }, Some(p))
+                (Self { state: ConversationState::Idle, last_intent: Vec::new(), ..self }, Some(Dropped::Keys(p)))
+            }
+            ConversationState::AwaitingIntent(c) if c.expires_at <= now => {
+                (Self { state: ConversationState::Idle, last_intent: Vec::new(), ..self }, Some(Dropped::Choice(c)))
             }
             state => (Self { state, ..self }, None),
         }
     }
 
-    /// Cancel words: drops the pending clarification (returned, for its remote tasks) and the
-    /// last intent.
-    pub fn cancel(self) -> (Self, Option<PendingClarification>) {
+    /// Cancel words: drops what waits for the user (returned, for its remote tasks) and the last
+    /// intent.
+    pub fn cancel(self) -> (Self, Option<Dropped>) {
         let dropped = match self.state {
-            ConversationState::AwaitingKeys(p) => Some(p),
+            ConversationState::AwaitingKeys(p) => Some(Dropped::Keys(p)),
+            ConversationState::AwaitingIntent(c) => Some(Dropped::Choice(c)),
             _ => None,
         };
         (Self { state: ConversationState::Idle, last_intent: Vec::new(), ..self }, dropped)
     }
 
-    /// A new request while a clarification is pending: the pending work is dropped (returned,
+    /// A new request while something waits for the user: the pending work is dropped (returned,
     /// for its remote tasks); history and memory are kept.
-    pub fn reroute(self) -> (Self, Option<PendingClarification>) {
+    pub fn reroute(self) -> (Self, Option<Dropped>) {
         match self.state {
-            ConversationState::AwaitingKeys(p) => (Self { state: ConversationState::Idle, ..self }, Some(p)),
+            ConversationState::AwaitingKeys(p) => {
+                (Self { state: ConversationState::Idle, ..self }, Some(Dropped::Keys(p)))
+            }
+            ConversationState::AwaitingIntent(c) => {
+                (Self { state: ConversationState::Idle, ..self }, Some(Dropped::Choice(c)))
+            }
             state => (Self { state, ..self }, None),
         }
+    }
+
+    /// Counts a did-you-mean question: asking again among the same candidates is one more
+    /// round; past `max_clarification_rounds` the turn escalates. Anything else is round 1.
+    pub fn choice_round(&self, candidates: &[String], policy: &Policy) -> Round {
+        match self.choice() {
+            Some(c) if sorted(&c.candidates) == sorted(candidates) => {
+                if c.rounds + 1 > policy.max_clarification_rounds {
+                    Round::Exhausted
+                } else {
+                    Round::Ask(c.rounds + 1)
+                }
+            }
+            _ => Round::Ask(1),
+        }
+    }
+
+    /// A did-you-mean question is asked (round `round`, see [`Conversation::choice_round`]): it
+    /// replaces whatever was pending (a repeated question keeps its id and `created_at`) and
+    /// expires `clarification_timeout` from `now`. The returned state holds the stored question.
+    pub fn asked_choice(
+        self,
+        choice_id: String,
+        query: String,
+        candidates: Vec<String>,
+        round: u32,
+        now: DateTime<Utc>,
+        policy: &Policy,
+    ) -> Self {
+        let (choice_id, created_at) = match (&self.state, round > 1) {
+            (ConversationState::AwaitingIntent(c), true) => (c.choice_id.clone(), c.created_at),
+            _ => (choice_id, now),
+        };
+        let expires_at = now.checked_add_signed(policy.clarification_timeout).unwrap_or(DateTime::<Utc>::MAX_UTC);
+        let choice = PendingChoice { choice_id, query, candidates, created_at, expires_at, rounds: round };
+        Self { state: ConversationState::AwaitingIntent(choice), last_intent: Vec::new(), ..self }
     }
 
     /// Counts the ask of a plan: a resume that runs nothing and asks for exactly the keys asked

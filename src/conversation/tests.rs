@@ -74,7 +74,7 @@ fn expire_drops_only_a_clarification_whose_time_has_come() {
         if expires {
             assert_eq!(next.state, ConversationState::Idle, "{name}");
             assert!(next.last_intent.is_empty(), "{name}: planned afresh");
-            assert_eq!(dropped.unwrap().tasks[0].assigned_agent, "hotel_agent", "{name}");
+            assert_eq!(dropped.unwrap().tasks()[0].assigned_agent, "hotel_agent", "{name}");
         } else {
             assert_eq!(next, before, "{name}: unchanged");
         }
@@ -269,4 +269,64 @@ fn stored_times_are_rfc3339_and_a_corrupt_expiry_expires_at_once() {
         "documents without expires_at still load"
     );
     assert_eq!(serde_json::to_value(&p).unwrap()["created_at"], "2026-12-01T09:00:00+00:00");
+}
+
+fn asking(rounds: u32, expires_at: DateTime<Utc>) -> Conversation {
+    Conversation {
+        state: ConversationState::AwaitingIntent(PendingChoice {
+            choice_id: "choice_x".into(),
+            query: "我明天要去上海".into(),
+            candidates: vec!["hotel_agent".into(), "weather_agent".into()],
+            created_at: at(0),
+            expires_at,
+            rounds,
+        }),
+        ..Conversation::default()
+    }
+}
+
+#[test]
+fn a_did_you_mean_question_lives_like_a_clarification() {
+    let candidates = vec!["hotel_agent".to_string(), "weather_agent".to_string()];
+    // Asked: stored with its expiry.
+    let conv = Conversation::default().asked_choice(
+        "choice_a".into(),
+        "我明天要去上海".into(),
+        candidates.clone(),
+        1,
+        at(1),
+        &policy(),
+    );
+    let c = conv.choice().expect("awaiting a pick");
+    assert_eq!((c.choice_id.as_str(), c.rounds, c.expires_at), ("choice_a", 1, at(11)));
+    assert_eq!(conv.waiting_until(), Some(at(11)));
+    assert!(conv.pending().is_none());
+
+    // Asked again among the same candidates: one more round, same id and creation time.
+    assert_eq!(conv.choice_round(&candidates, &policy()), Round::Ask(2));
+    let again = conv.clone().asked_choice("choice_b".into(), "q".into(), candidates.clone(), 2, at(5), &policy());
+    let c = again.choice().unwrap();
+    assert_eq!((c.choice_id.as_str(), c.created_at, c.expires_at), ("choice_a", at(1), at(15)));
+    // Other candidates: a new question.
+    assert_eq!(conv.choice_round(&["flight_agent".to_string()], &policy()), Round::Ask(1));
+    // Past max_clarification_rounds: escalate.
+    assert_eq!(asking(3, at(10)).choice_round(&candidates, &policy()), Round::Exhausted);
+
+    // Expiry, cancel and re-route drop it; nothing remote to cancel.
+    let (next, dropped) = asking(1, at(10)).expire(at(10));
+    assert_eq!(next.state, ConversationState::Idle);
+    assert!(matches!(&dropped, Some(Dropped::Choice(c)) if c.choice_id == "choice_x"));
+    assert!(dropped.unwrap().tasks().is_empty());
+    assert!(asking(1, at(10)).expire(at(9)).1.is_none(), "not yet");
+    let (next, dropped) = asking(1, at(10)).cancel();
+    assert_eq!((next.state, dropped.is_some()), (ConversationState::Idle, true));
+    let (next, dropped) = asking(1, at(10)).reroute();
+    assert_eq!((next.state, dropped.is_some()), (ConversationState::Idle, true));
+
+    // A pick plans the card: the question is replaced by the plan's outcome.
+    let next = asking(1, at(10)).planned(outcome(PlanMode::Chosen, Vec::new()), 1, at(3), &policy());
+    assert_eq!(next.state, ConversationState::Idle);
+    // A human request while asking: escalated, the question is not kept.
+    let next = asking(1, at(10)).escalated(EscalationReason::UserRequested, at(4));
+    assert!(matches!(next.state, ConversationState::Escalated(_)));
 }

@@ -76,13 +76,17 @@ fn simple_label(label: &str) -> Option<SimpleIntent> {
 }
 
 /// The model's decision; `Ok(None)` leaves the turn to the rules (a pending clarification
-/// being answered or cancelled, cancel words). The `bool` is the intent cache hit.
+/// being answered or cancelled, a did-you-mean question being answered, cancel words). The `bool` is the intent cache hit.
 async fn llm_decide(
     llm: &LlmPlanner,
     registry: &Registry,
     input: TurnInput<'_>,
     history: &[HistoryEntry],
 ) -> Result<(Option<TurnDecision>, bool), String> {
+    // The answer to a did-you-mean question is the rules' to read (an ordinal, a name, a slot).
+    if input.choice.is_some() {
+        return Ok((None, false));
+    }
     let (answer, cache_hit) =
         llm.recognize(registry, input.query, history, input.pending).await.map_err(|e| e.to_string())?;
     let mut agents: Vec<String> = Vec::new();

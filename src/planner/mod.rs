@@ -3,11 +3,14 @@
 //!
 //! - [`intent`]: capability-card matching and the simple-intent lexicons.
 //! - [`plan`]: the [`TaskPlan`] types and the DAG builder shared by fresh plans and resumes.
+//! - [`choice`]: the did-you-mean question asked when no card is confident, and its answer.
 //!
 //! [`plan_turn`] decides one turn: escalate (sensitive / human requested), resume the pending
 //! clarification (the turn supplies its values and names no other agent), plan the matched
-//! agents, or answer directly (capabilities, greeting, thanks, chit-chat, out of scope).
+//! agents, ask which of several plausible agents was meant (did-you-mean), or answer directly
+//! (capabilities, greeting, thanks, chit-chat, out of scope).
 
+pub mod choice;
 pub mod intent;
 pub mod plan;
 pub mod proposal;
@@ -16,6 +19,7 @@ use chrono::NaiveDate;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+pub use choice::{ChoiceCandidate, ChoiceInput, IntentChoice};
 pub use intent::{Lang, SimpleIntent};
 pub use plan::{
     Candidate, KeySources, MissKind, RemoteQuestion, RemoteTask, SemanticInfo, SubTask, TaskPlan, TaskStatus, TaskType,
@@ -34,6 +38,8 @@ pub struct TurnInput<'a> {
     pub session_slots: &'a Map<String, Value>,
     /// The pending clarification's blocked sub-tasks, if any (already checked for expiry).
     pub pending: Option<&'a [SubTask]>,
+    /// The pending did-you-mean question, if any (already checked for expiry).
+    pub choice: Option<ChoiceInput<'a>>,
     /// The plan id of the pending clarification (a resume keeps it).
     pub pending_plan_id: Option<&'a str>,
     /// The previous planned turn, for elliptical follow-ups ("那上海呢？").
@@ -105,6 +111,9 @@ pub enum PlanMode {
     Rerouted,
     /// An elliptical follow-up: the previous intent with this turn's values.
     Elliptical,
+    /// The card the user picked in answer to a did-you-mean question, planned on the query that
+    /// was asked about.
+    Chosen,
 }
 
 /// What to do with the turn.
@@ -118,6 +127,8 @@ pub enum Decision {
     Escalate(EscalationReason),
     /// Drop the pending clarification (cancel words).
     Cancel,
+    /// No card is confident but some are plausible: ask which one was meant.
+    Choose(IntentChoice),
     /// Run a plan.
     Plan {
         /// The plan.
@@ -188,6 +199,13 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
         _ => {}
     }
 
+    if let Some(choice) = input.choice.filter(|c| !c.candidates.is_empty()) {
+        let answer = ChoiceAnswer { choice, recognition: &recognition, hits: &hits, simple, cancel };
+        if let Some(decided) = answer_choice(registry, &input, answer, result.clone()) {
+            return decided;
+        }
+    }
+
     if let Some(pending) = input.pending.filter(|p| !p.is_empty()) {
         let pending_agents: Vec<&str> = pending.iter().map(|t| t.assigned_agent.as_str()).collect();
         let names_other_agent = hits.iter().any(|(_, id)| !pending_agents.contains(&id.as_str()));
@@ -235,6 +253,13 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
         }
     }
 
+    if simple.is_none() {
+        if let Some(question) = choice::question(&recognition, input.query) {
+            let reason = format!("did you mean: {}", question.candidates.join(", "));
+            return decide(result, &reason, Decision::Choose(question));
+        }
+    }
+
     let simple = simple.unwrap_or(SimpleIntent::OutOfScope);
     result.simple = Some(simple);
     let reason = match simple {
@@ -242,6 +267,60 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
         other => format!("simple intent {other:?}"),
     };
     decide(result, &reason, Decision::Direct(simple))
+}
+
+/// What [`answer_choice`] reads of the turn.
+struct ChoiceAnswer<'a> {
+    choice: ChoiceInput<'a>,
+    recognition: &'a crate::matching::Recognition,
+    hits: &'a [(usize, String)],
+    simple: Option<SimpleIntent>,
+    cancel: bool,
+}
+
+/// A turn while a did-you-mean question is pending: a pick plans the chosen card on the original
+/// query (with this turn's text for its values); cancel words cancel; a request naming another
+/// card, or a different plausible set, is planned / asked as a new request (`None`); a simple
+/// intent is answered and the question stays; anything else asks the same question again.
+fn answer_choice(
+    registry: &Registry,
+    input: &TurnInput<'_>,
+    a: ChoiceAnswer<'_>,
+    mut result: IntentResult,
+) -> Option<TurnDecision> {
+    let ChoiceAnswer { choice: c, recognition, hits, simple, cancel } = a;
+    let decide = |mut result: IntentResult, reason: String, decision: Decision| {
+        result.reason = reason;
+        Some(TurnDecision { intent: result, decision })
+    };
+    // A request naming a card that was not offered is a new request (unless the pick is explicit).
+    let names_other = hits.iter().any(|(_, id)| !c.candidates.contains(id));
+    if let Some(agent) = choice::pick(registry, input.query, input.slots, c.candidates, recognition, !names_other) {
+        let text = format!("{} {}", c.query, input.query);
+        let src =
+            KeySources { text: &text, slots: input.slots, session_slots: input.session_slots, today: input.today };
+        let (plan, found) = fresh_plan(registry, &[(0, agent.clone())], c.query, src, input.plan_id, input.lang);
+        result.agents = vec![agent.clone()];
+        result.confidence = 1.0;
+        result.rewritten_query = c.query.to_string();
+        result.resumes_pending = true;
+        return decide(result, format!("picked {agent}"), Decision::Plan { plan, found, mode: PlanMode::Chosen });
+    }
+    if names_other {
+        return None;
+    }
+    if cancel {
+        return decide(result, "cancel words with a pending question".into(), Decision::Cancel);
+    }
+    if let Some(simple) = simple {
+        result.simple = Some(simple);
+        return decide(result, format!("simple intent {simple:?}"), Decision::Direct(simple));
+    }
+    if choice::question(recognition, input.query).is_some_and(|q| q.candidates != c.candidates) {
+        return None;
+    }
+    let again = IntentChoice { query: c.query.to_string(), candidates: c.candidates.to_vec() };
+    decide(result, "no pick: ask again".into(), Decision::Choose(again))
 }
 
 /// The recognized intents of a turn, before its decision.

@@ -110,13 +110,15 @@ pub enum MissKind {
     Miss,
     /// A value that fails the input schema's property.
     Invalid,
+    /// Which capability was meant: a did-you-mean question (`keys: ["intent"]`, `candidates`).
+    Intent,
 }
 
 /// One entry of `metadata.semantic_info` (docs/events.md): parallel arrays in config order, `""`
 /// for a key without a widget.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SemanticInfo {
-    /// `miss` or `invalid`.
+    /// `miss`, `invalid` or `intent` (a did-you-mean question).
     #[serde(rename = "type")]
     pub kind: MissKind,
     /// The capability card's id.
@@ -129,6 +131,9 @@ pub struct SemanticInfo {
     pub key_descriptions: Vec<String>,
     /// Their widget ids, `""` for none.
     pub fe_widgets_suggestion: Vec<String>,
+    /// The capabilities offered by a did-you-mean question (`type: "intent"`), best first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<super::choice::ChoiceCandidate>,
 }
 
 /// A task plan (docs/events.md).
@@ -397,6 +402,7 @@ fn mark_blocked(candidates: &[Candidate], draft: &mut Draft, order: &[usize]) ->
                 keys: keys.iter().map(|k| k.spec.key.clone()).collect(),
                 key_descriptions: keys.iter().map(|k| k.spec.description.clone()).collect(),
                 fe_widgets_suggestion: keys.iter().map(|k| k.widget.clone()).collect(),
+                candidates: Vec::new(),
             });
             for k in keys {
                 if !missing_keys.contains(&k.spec.key) {

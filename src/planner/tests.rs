@@ -24,6 +24,7 @@ fn kind(d: &Decision) -> String {
         Decision::Direct(s) => format!("direct:{s:?}"),
         Decision::Escalate(r) => format!("escalate:{r:?}"),
         Decision::Cancel => "cancel".into(),
+        Decision::Choose(q) => format!("choose:{}", q.candidates.join("|")),
         Decision::Plan { plan, mode, .. } => {
             let agents: Vec<&str> = plan.sub_tasks.iter().map(|t| t.assigned_agent.as_str()).collect();
             format!("{mode:?}:{}", agents.join("+"))
@@ -36,6 +37,8 @@ struct Ctx {
     session_slots: Map<String, Value>,
     pending: Option<Vec<SubTask>>,
     previous: Option<(Vec<String>, String)>,
+    /// A pending did-you-mean question: (query, candidates).
+    choice: Option<(String, Vec<String>)>,
 }
 
 fn decide(reg: &Registry, query: &str, ctx: &Ctx) -> TurnDecision {
@@ -45,6 +48,7 @@ fn decide(reg: &Registry, query: &str, ctx: &Ctx) -> TurnDecision {
         session_slots: &ctx.session_slots,
         pending: ctx.pending.as_deref(),
         pending_plan_id: ctx.pending.as_ref().map(|_| "plan_pending"),
+        choice: ctx.choice.as_ref().map(|(query, candidates)| ChoiceInput { query, candidates }),
         previous: ctx.previous.as_ref().map(|(intent, query)| Previous { intent, query }),
         today: today(),
         plan_id: "plan_new",
@@ -54,7 +58,7 @@ fn decide(reg: &Registry, query: &str, ctx: &Ctx) -> TurnDecision {
 }
 
 fn idle() -> Ctx {
-    Ctx { slots: Map::new(), session_slots: Map::new(), pending: None, previous: None }
+    Ctx { slots: Map::new(), session_slots: Map::new(), pending: None, previous: None, choice: None }
 }
 
 /// A pending hotel booking missing both keys, as the turn "帮我订个酒店" leaves it.
@@ -137,4 +141,56 @@ fn new_values_for_the_previous_intent_rerun_it() {
     let turn = decide(&reg, "那上海呢？", &ctx);
     assert_eq!(kind(&turn.decision), "Elliptical:weather_agent");
     assert_eq!(turn.intent.rewritten_query, "上海明天天气怎么样");
+}
+
+/// "我明天要去上海" names no capability confidently; hotel and weather are plausible.
+fn choice_pending(reg: &Registry) -> Ctx {
+    let first = decide(reg, "我明天要去上海", &idle());
+    let Decision::Choose(q) = first.decision else { panic!("a did-you-mean question, got {}", kind(&first.decision)) };
+    assert!(q.candidates.len() >= 2 && q.candidates.len() <= choice::CHOICES_SHOWN, "{:?}", q.candidates);
+    Ctx { choice: Some((q.query, q.candidates)), ..idle() }
+}
+
+#[test]
+fn a_vague_request_asks_which_capability_was_meant() {
+    let reg = registry();
+    let ctx = choice_pending(&reg);
+    let (_, candidates) = ctx.choice.clone().unwrap();
+    let (first, second) = (candidates[0].clone(), candidates[1].clone());
+    let mut by_slot = choice_pending(&reg);
+    by_slot.slots.insert("intent".into(), json!(second));
+    let cases: Vec<(&str, &Ctx, String)> = vec![
+        ("第一个", &ctx, format!("Chosen:{first}")),
+        ("第二个吧", &ctx, format!("Chosen:{second}")),
+        ("the first one", &ctx, format!("Chosen:{first}")),
+        ("2", &ctx, format!("Chosen:{second}")),
+        ("", &by_slot, format!("Chosen:{second}")),
+        ("天气那个", &ctx, "Chosen:weather_agent".into()),
+        ("订酒店的", &ctx, "Chosen:hotel_agent".into()),
+        ("the weather one", &ctx, "Chosen:weather_agent".into()),
+        ("算了", &ctx, "cancel".into()),
+        ("你好", &ctx, "direct:Greeting".into()),
+        ("我要转人工", &ctx, "escalate:UserRequested".into()),
+        ("帮我查一下航班CA1234", &ctx, "Fresh:flight_agent".into()),
+        ("嗯？", &ctx, format!("choose:{}", candidates.join("|"))),
+    ];
+    for (query, ctx, want) in cases {
+        let turn = decide(&reg, query, ctx);
+        assert_eq!(kind(&turn.decision), want, "{query:?}");
+    }
+    // The chosen card is planned on the query that was asked about, with its values.
+    let turn = decide(&reg, "订酒店的", &ctx);
+    let Decision::Plan { plan, .. } = turn.decision else { panic!("a plan") };
+    assert_eq!(plan.sub_tasks[0].inputs["message"], json!("我明天要去上海"));
+    assert_eq!(plan.sub_tasks[0].inputs.get("city"), Some(&json!("上海")), "{:?}", plan.sub_tasks[0].inputs);
+    assert!(turn.intent.resumes_pending);
+}
+
+#[test]
+fn out_of_scope_without_candidates_is_not_a_question() {
+    let reg = registry();
+    for query in ["量子力学是什么", "🙂🙂", "？？？", ""] {
+        let turn = decide(&reg, query, &idle());
+        assert!(!matches!(turn.decision, Decision::Choose(_)), "{query:?}: {}", kind(&turn.decision));
+    }
 }

@@ -31,7 +31,7 @@ use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
-use crate::conversation::{Conversation, ConversationState, Escalation, PendingClarification};
+use crate::conversation::{Conversation, ConversationState, Escalation, PendingChoice, PendingClarification};
 
 /// One finished turn of the short-term memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -57,7 +57,8 @@ pub struct HistoryEntry {
 /// Stored (and shown by `GET /v1/sessions/{thread_id}`) as the flat document of
 /// docs/conversation.md: `pending` is the clarification of [`ConversationState::AwaitingKeys`],
 /// `escalated` (an extension, absent unless escalated) the hand-over of
-/// [`ConversationState::Escalated`].
+/// [`ConversationState::Escalated`], `choice` (an extension, absent unless asked) the did-you-mean
+/// question of [`ConversationState::AwaitingIntent`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(from = "SessionDoc", into = "SessionDoc")]
 pub struct Session {
@@ -94,16 +95,19 @@ struct SessionDoc {
     current_query: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     escalated: Option<Escalation>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    choice: Option<PendingChoice>,
     #[serde(default = "crate::conversation::rfc3339::epoch", with = "crate::conversation::rfc3339")]
     updated_at: DateTime<Utc>,
 }
 
 impl From<SessionDoc> for Session {
     fn from(d: SessionDoc) -> Self {
-        let state = match (d.pending, d.escalated) {
-            (Some(p), _) => ConversationState::AwaitingKeys(p),
-            (None, Some(e)) => ConversationState::Escalated(e),
-            (None, None) => ConversationState::Idle,
+        let state = match (d.pending, d.choice, d.escalated) {
+            (Some(p), _, _) => ConversationState::AwaitingKeys(p),
+            (None, Some(c), _) => ConversationState::AwaitingIntent(c),
+            (None, None, Some(e)) => ConversationState::Escalated(e),
+            (None, None, None) => ConversationState::Idle,
         };
         Self {
             session_id: d.session_id,
@@ -124,10 +128,11 @@ impl From<SessionDoc> for Session {
 
 impl From<Session> for SessionDoc {
     fn from(s: Session) -> Self {
-        let (pending, escalated) = match s.conversation.state {
-            ConversationState::Idle => (None, None),
-            ConversationState::AwaitingKeys(p) => (Some(p), None),
-            ConversationState::Escalated(e) => (None, Some(e)),
+        let (pending, choice, escalated) = match s.conversation.state {
+            ConversationState::Idle => (None, None, None),
+            ConversationState::AwaitingKeys(p) => (Some(p), None, None),
+            ConversationState::AwaitingIntent(c) => (None, Some(c), None),
+            ConversationState::Escalated(e) => (None, None, Some(e)),
         };
         Self {
             session_id: s.session_id,
@@ -140,6 +145,7 @@ impl From<Session> for SessionDoc {
             current_intent: s.conversation.last_intent,
             current_query: s.conversation.last_query,
             escalated,
+            choice,
             updated_at: s.updated_at,
         }
     }
@@ -487,6 +493,28 @@ mod tests {
 
     fn turn(id: &str) -> HistoryEntry {
         HistoryEntry { turn_id: id.into(), query: "q".into(), answer: "a".into(), at: Utc::now(), interrupted: false }
+    }
+
+    #[test]
+    fn a_pending_did_you_mean_question_round_trips() {
+        use crate::conversation::PendingChoice;
+        let mut session = Session::new("u1", "t1");
+        let at = DateTime::parse_from_rfc3339("2026-12-01T09:00:00Z").unwrap().with_timezone(&Utc);
+        session.conversation.state = ConversationState::AwaitingIntent(PendingChoice {
+            choice_id: "choice_x".into(),
+            query: "我明天要去上海".into(),
+            candidates: vec!["hotel_agent".into(), "weather_agent".into()],
+            created_at: at,
+            expires_at: at,
+            rounds: 2,
+        });
+        let doc = serde_json::to_value(&session).unwrap();
+        assert_eq!(doc["choice"]["candidates"], serde_json::json!(["hotel_agent", "weather_agent"]));
+        assert!(doc["pending"].is_null());
+        let back: Session = serde_json::from_value(doc).unwrap();
+        assert_eq!(back.conversation, session.conversation);
+        let idle = serde_json::to_value(Session::new("u1", "t1")).unwrap();
+        assert!(idle.get("choice").is_none(), "absent unless asked: {idle}");
     }
 
     #[test]

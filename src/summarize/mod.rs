@@ -8,7 +8,9 @@
 
 use serde_json::Value;
 
-use crate::planner::{EscalationReason, SimpleIntent, SubTask, TaskPlan, TaskStatus};
+use crate::planner::{
+    choice, ChoiceCandidate, EscalationReason, MissKind, SemanticInfo, SimpleIntent, SubTask, TaskPlan, TaskStatus,
+};
 use crate::registry::Registry;
 use crate::text::{FluentValue, Lang, Texts};
 
@@ -190,5 +192,33 @@ pub fn cancel_text(texts: &Texts, dropped: Option<&[SubTask]>, lang: Lang) -> St
             texts.get(lang, "cancel-done", &[("tasks", what.into())])
         }
         None => texts.get(lang, "cancel-nothing", &[]),
+    }
+}
+
+/// The did-you-mean question: the numbered candidates (`choice-question`, `choice-option`).
+pub fn choice_text(texts: &Texts, offered: &[ChoiceCandidate], lang: Lang) -> String {
+    let options: Vec<String> = offered
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let description = c.description.trim().trim_end_matches(['。', '.', '；', ';']);
+            let args = [("n", (i + 1).into()), ("name", c.name.as_str().into()), ("description", description.into())];
+            texts.get(lang, "choice-option", &args)
+        })
+        .collect();
+    texts.get(lang, "choice-question", &[("options", options.join("\n").into())])
+}
+
+/// The `semantic_info` entry of a did-you-mean question `choice_id`: `type: "intent"`, the one
+/// key `intent` with the `intent_picker` widget, and the candidates.
+pub fn choice_info(texts: &Texts, choice_id: &str, offered: Vec<ChoiceCandidate>, lang: Lang) -> SemanticInfo {
+    SemanticInfo {
+        kind: MissKind::Intent,
+        sub_agent_id: String::new(),
+        task_id: choice_id.to_string(),
+        keys: vec![choice::CHOICE_KEY.to_string()],
+        key_descriptions: vec![texts.get(lang, "choice-key-description", &[])],
+        fe_widgets_suggestion: vec![choice::CHOICE_WIDGET.to_string()],
+        candidates: offered,
     }
 }

@@ -289,7 +289,7 @@ impl Supervisor {
         let mut guard = self.sessions.open(user_id, thread_id).await?;
         let (conversation, dropped) = std::mem::take(&mut guard.session.conversation).cancel();
         guard.session.conversation = conversation;
-        let dropped = dropped.map(|p| p.tasks).unwrap_or_default();
+        let dropped = dropped.map(crate::conversation::Dropped::into_tasks).unwrap_or_default();
         self.cancel_remote(&self.registry.load(), &dropped);
         guard.save().await?;
         Ok(Some(dropped))

@@ -7,11 +7,12 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use super::{Supervisor, TurnRequest};
-use crate::conversation::{PlanOutcome, Policy, Round};
+use crate::conversation::{Dropped, PlanOutcome, Policy, Round};
 use crate::events::{EscalationCard, EventSink, Stage, StageEvent};
 use crate::llm::decide::{decide, PlannerMeta};
 use crate::planner::{
-    Decision, EscalationReason, Lang, PlanMode, Previous, SubTask, TaskPlan, TaskStatus, TurnDecision, TurnInput,
+    choice, ChoiceInput, Decision, EscalationReason, IntentChoice, Lang, PlanMode, Previous, SubTask, TaskPlan,
+    TaskStatus, TurnDecision, TurnInput,
 };
 use crate::registry::Registry;
 use crate::session::Session;
@@ -57,7 +58,7 @@ impl Supervisor {
         let (conversation, expired) = std::mem::take(&mut session.conversation).expire(t.now);
         session.conversation = conversation;
         if let Some(p) = &expired {
-            self.cancel_remote(t.registry, &p.tasks);
+            self.cancel_remote(t.registry, p.tasks());
         }
         let (turn, meta) = if t.req.cancel {
             (
@@ -85,18 +86,64 @@ impl Supervisor {
             Decision::Cancel => {
                 let (conversation, dropped) = std::mem::take(&mut session.conversation).cancel();
                 session.conversation = conversation;
-                let tasks = dropped.map(|p| p.tasks);
+                let was_choice = matches!(dropped, Some(Dropped::Choice(_)));
+                let tasks = dropped.map(Dropped::into_tasks);
                 if let Some(tasks) = &tasks {
                     self.cancel_remote(t.registry, tasks);
                 }
-                let text = with_note(summarize::cancel_text(t.registry.texts(), tasks.as_deref(), t.lang));
+                let text = if was_choice {
+                    t.text("cancel-choice")
+                } else {
+                    summarize::cancel_text(t.registry.texts(), tasks.as_deref(), t.lang)
+                };
+                let text = with_note(text);
                 t.sink.emit(StageEvent::new(Stage::Answer, text.clone()).state("cancelled", tasks));
                 text
             }
             Decision::Plan { plan, found, mode } => {
                 self.planned(t, session, Planned { plan, found, mode }, expired).await
             }
+            Decision::Choose(question) => with_note(self.ask_choice(t, session, question)),
         }
+    }
+
+    /// A did-you-mean question: counts its round (escalating when exhausted), stores it as the
+    /// pending choice and ends the turn with its `semantic_info` (`type: "intent"`).
+    fn ask_choice(&self, t: &TurnCtx<'_>, session: &mut Session, question: IntentChoice) -> String {
+        let offered = choice::offered(t.registry, &question.candidates);
+        if offered.is_empty() {
+            let text = summarize::direct_answer(t.registry, crate::planner::SimpleIntent::OutOfScope, t.lang);
+            t.sink.emit(StageEvent::new(Stage::Answer, text.clone()));
+            return text;
+        }
+        let mut conv = std::mem::take(&mut session.conversation);
+        if conv.pending().is_some() {
+            let (next, dropped) = conv.reroute();
+            conv = next;
+            if let Some(dropped) = dropped {
+                self.cancel_remote(t.registry, dropped.tasks());
+            }
+        }
+        let candidates: Vec<String> = offered.iter().map(|c| c.agent_id.clone()).collect();
+        let round = match conv.choice_round(&candidates, &t.policy) {
+            Round::Ask(n) => n,
+            Round::Exhausted => {
+                session.conversation = conv;
+                let args = [("query", question.query.as_str().into())];
+                let summary = t.registry.texts().get(t.lang, "escalation-summary", &args);
+                return self.escalate(t, session, EscalationReason::ClarificationRoundsExhausted, summary, None);
+            }
+        };
+        let id = format!("choice_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let conv = conv.asked_choice(id, question.query, candidates, round, t.now, &t.policy);
+        let (choice_id, expires_at) = conv.choice().map(|c| (c.choice_id.clone(), c.expires_at)).unzip();
+        session.conversation = conv;
+        let text = summarize::choice_text(t.registry.texts(), &offered, t.lang);
+        let info = summarize::choice_info(t.registry.texts(), &choice_id.unwrap_or_default(), offered, t.lang);
+        let mut done = StageEvent::new(Stage::Answer, text.clone()).semantic_info(&[info]).state("did_you_mean", round);
+        done.payload.clarification_expires_at = expires_at;
+        t.sink.emit(done);
+        text
     }
 
     /// The planner's decision (the model's in LLM mode) for this turn of `session`.
@@ -104,12 +151,14 @@ impl Supervisor {
         let conv = &session.conversation;
         let plan_id = format!("plan_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         let pending = conv.pending();
+        let choice = conv.choice().map(|c| ChoiceInput { query: &c.query, candidates: &c.candidates });
         let input = TurnInput {
             query: &t.req.query,
             slots: &t.req.slots,
             session_slots: &session.slots,
             pending: pending.map(|p| p.tasks.as_slice()),
             pending_plan_id: pending.map(|p| p.plan_id.as_str()),
+            choice,
             previous: (!conv.last_intent.is_empty())
                 .then_some(Previous { intent: &conv.last_intent, query: &conv.last_query }),
             today: chrono::Local::now().date_naive(),
@@ -134,6 +183,8 @@ impl Supervisor {
         let text = match (&turn.decision, mode) {
             (_, Some(PlanMode::Rerouted)) => t.text("stage-intent-rerouted"),
             (_, Some(PlanMode::Resumed)) => t.text("stage-intent-resumed"),
+            (_, Some(PlanMode::Chosen)) => t.text("stage-intent-chosen"),
+            (Decision::Choose(_), _) => t.text("stage-intent-choice"),
             (Decision::Plan { plan, .. }, _) => {
                 t.registry.texts().get(t.lang, "stage-intent-found", &[("count", plan.total_tasks.into())])
             }
@@ -160,7 +211,7 @@ impl Supervisor {
             let (next, dropped) = conv.reroute();
             conv = next;
             if let Some(dropped) = dropped {
-                self.cancel_remote(t.registry, &dropped.tasks);
+                self.cancel_remote(t.registry, dropped.tasks());
             }
         }
         let runs_something = plan.runnable().next().is_some();
@@ -205,7 +256,7 @@ impl Supervisor {
             done = done.questions(&questions);
         }
         if !plan.semantic_info.is_empty() || !questions.is_empty() {
-            done.payload.clarification_expires_at = session.conversation.pending().map(|p| p.expires_at);
+            done.payload.clarification_expires_at = session.conversation.waiting_until();
         }
         t.sink.emit(done);
         text
