@@ -818,3 +818,17 @@ async fn anonymous_a2a_callers_are_not_merged_and_a_task_id_is_their_capability(
         listed["result"]["tasks"].as_array().map(|t| t.iter().map(|t| &t["id"]).collect()).unwrap_or_default();
     assert!(!ids.contains(&&task["id"]), "{listed}");
 }
+
+#[tokio::test]
+async fn a_did_you_mean_question_leaves_the_task_input_required_and_a_pick_completes_it() {
+    let app = spawn_app().await;
+    let sent = a2a_rpc(&app, "u1", "SendMessage", user_message("我明天要去上海", None)).await;
+    let task = &sent["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{sent}");
+    let info = &task["status"]["message"]["parts"][1]["data"]["semantic_info"][0];
+    assert_eq!(info["type"], "intent", "{info}");
+    let first = info["candidates"][0]["agent_id"].as_str().unwrap().to_string();
+    let again = a2a_rpc(&app, "u1", "SendMessage", user_message("第一个", Some(&task["id"]))).await;
+    assert_eq!(again["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{again}");
+    assert_eq!(app.calls(&first).len(), 1);
+}

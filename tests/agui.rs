@@ -401,3 +401,36 @@ async fn anonymous_callers_are_refused_when_denied() {
         app.client.post(format!("{}/a2a", app.base)).json(&rpc).send().await.unwrap().json().await.unwrap();
     assert_eq!(resp["error"]["code"], -32600, "{resp}");
 }
+
+#[tokio::test]
+async fn a_did_you_mean_question_is_an_enum_interrupt_and_resume_picks() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let first = run(
+        &app,
+        json!({ "threadId": "agui-choice", "runId": "r1",
+                "messages": [{ "id": "m1", "role": "user", "content": "我明天要去上海" }] }),
+    )
+    .await;
+    check_run(&first);
+    let finished = first.last().unwrap();
+    assert_eq!(finished["outcome"]["type"], "interrupt", "{finished}");
+    let interrupt = &finished["outcome"]["interrupts"][0];
+    let schema = &interrupt["responseSchema"];
+    assert_eq!(schema["required"], json!(["intent"]));
+    let ids = schema["properties"]["intent"]["enum"].as_array().unwrap().clone();
+    assert!(ids.contains(&json!("weather_agent")), "{schema}");
+    assert_eq!(interrupt["metadata"]["widgets"][0]["widget"], "intent_picker");
+    assert_eq!(interrupt["metadata"]["widgets"][0]["descriptor"]["component"], "IntentPicker");
+    assert_eq!(interrupt["metadata"]["candidates"].as_array().unwrap().len(), ids.len());
+
+    let second = run(
+        &app,
+        json!({ "threadId": "agui-choice", "runId": "r2", "messages": [],
+                "resume": [{ "interruptId": interrupt["id"], "status": "resolved", "payload": { "intent": "weather_agent" } }] }),
+    )
+    .await;
+    check_run(&second);
+    assert_eq!(second.last().unwrap()["outcome"]["type"], "success");
+    assert_eq!(app.calls("weather_agent").len(), 1);
+    assert_eq!(app.calls("weather_agent")[0].body["inputs"]["city"], "上海");
+}

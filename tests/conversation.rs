@@ -223,3 +223,90 @@ async fn concurrent_turns_on_one_thread_lose_no_write() {
     ids.dedup();
     assert_eq!(ids.len(), 4);
 }
+
+/// "我明天要去上海" names no capability confidently: the turn asks which one was meant.
+async fn ask_did_you_mean(app: &TestApp) -> (String, Value) {
+    let before = app.calls("hotel_agent").len() + app.calls("weather_agent").len();
+    let events = app.ask("我明天要去上海", None).await;
+    let th = thread(&events);
+    let done = done(&events).clone();
+    assert_eq!(done["stage"], "answer");
+    let info = done["metadata"]["semantic_info"][0].clone();
+    assert_eq!(info["type"], "intent", "{done:#}");
+    assert_eq!(info["keys"], json!(["intent"]));
+    assert_eq!(info["fe_widgets_suggestion"], json!(["intent_picker"]));
+    let candidates = info["candidates"].as_array().unwrap();
+    assert!((2..=3).contains(&candidates.len()), "{info}");
+    for c in candidates {
+        let name = c["name"].as_str().unwrap();
+        assert!(done["content"].as_str().unwrap().contains(name), "the question names {name}: {}", done["content"]);
+        assert!(!done["content"].as_str().unwrap().contains(c["agent_id"].as_str().unwrap()), "never ids");
+    }
+    assert_eq!(of_stage(&events, "intent_done")[0]["metadata"]["state"]["intent"]["intent"], json!([]));
+    let after = app.calls("hotel_agent").len() + app.calls("weather_agent").len();
+    assert_eq!(before, after, "nothing dispatched");
+    (th, info)
+}
+
+#[tokio::test]
+async fn a_vague_request_asks_which_capability_and_a_pick_runs_it() {
+    let app = spawn_app().await;
+    let (th, info) = ask_did_you_mean(&app).await;
+    let (_, s) = session(&app, &th, "u1").await;
+    assert_eq!(s["choice"]["candidates"][0], info["candidates"][0]["agent_id"], "stored: {s}");
+    assert_eq!(s["choice"]["choice_id"], info["task_id"]);
+    assert!(s["choice"]["expires_at"].is_string(), "{s}");
+
+    // Words of a candidate's name pick it; the card is planned on the original query.
+    let second = app.ask("天气那个", Some(&th)).await;
+    assert_eq!(of_stage(&second, "intent_done")[0]["metadata"]["state"]["mode"], "chosen");
+    done(&second);
+    let calls = app.calls("weather_agent");
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].body["message"], "我明天要去上海");
+    assert_eq!(calls[0].body["inputs"]["city"], "上海");
+    assert!(app.calls("hotel_agent").is_empty());
+    assert!(session(&app, &th, "u1").await.1["choice"].is_null(), "answered");
+
+    // An ordinal, and the widget's `intent` slot.
+    let (th, info) = ask_did_you_mean(&app).await;
+    done(&app.ask("第二个", Some(&th)).await);
+    let second = info["candidates"][1]["agent_id"].as_str().unwrap().to_string();
+    assert_eq!(app.calls(&second).len() as u32, 1 + u32::from(second == "weather_agent"));
+    let (th, info) = ask_did_you_mean(&app).await;
+    let first = info["candidates"][0]["agent_id"].as_str().unwrap().to_string();
+    let before = app.calls(&first).len();
+    done(&app.chat(json!({ "query": "", "user_id": "u1", "thread_id": th, "slots": { "intent": first } })).await);
+    assert_eq!(app.calls(&first).len(), before + 1);
+}
+
+#[tokio::test]
+async fn a_did_you_mean_question_is_cancelled_expired_and_asked_again_like_a_clarification() {
+    let app = spawn_app_with(Setup::default(), |c| c["supervisor"]["max_clarification_rounds"] = json!(2)).await;
+    // Cancel words drop it.
+    let (th, _) = ask_did_you_mean(&app).await;
+    let events = app.ask("算了", Some(&th)).await;
+    assert!(done(&events)["content"].as_str().unwrap().contains("还有什么可以帮您"));
+    assert!(session(&app, &th, "u1").await.1["choice"].is_null());
+    // No pick: asked again, then escalated when the rounds run out.
+    let (th, _) = ask_did_you_mean(&app).await;
+    let again = app.ask("嗯？", Some(&th)).await;
+    assert_eq!(done(&again)["metadata"]["semantic_info"][0]["type"], "intent");
+    assert_eq!(session(&app, &th, "u1").await.1["choice"]["rounds"], 2);
+    let third = app.ask("嗯？", Some(&th)).await;
+    assert_eq!(done(&third)["stage"], "escalated");
+    assert_eq!(done(&third)["metadata"]["state"]["escalation"]["reason"], "clarification_rounds_exhausted");
+    // A new request naming a card is planned as such.
+    let (th, _) = ask_did_you_mean(&app).await;
+    done(&app.ask("帮我查一下航班CA1234", Some(&th)).await);
+    assert_eq!(app.calls("flight_agent").len(), 1);
+    assert!(session(&app, &th, "u1").await.1["choice"].is_null());
+
+    let app = spawn_app_with(Setup::default(), |c| c["supervisor"]["clarification_timeout"] = json!("300ms")).await;
+    let (th, _) = ask_did_you_mean(&app).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let events = app.ask("第一个", Some(&th)).await;
+    assert_eq!(of_stage(&events, "intent_done")[0]["metadata"]["state"]["pending_expired"], true);
+    assert!(done(&events)["content"].as_str().unwrap().contains("超时"), "{}", done(&events)["content"]);
+    assert!(app.calls("hotel_agent").is_empty() && app.calls("weather_agent").is_empty());
+}

@@ -43,6 +43,8 @@ pub(crate) struct Report {
     pub oos: (usize, usize),
     /// Misses (task queries) whose expected cards are all among the top candidates.
     pub misses_with_candidates: (usize, usize),
+    /// Misses answered by a did-you-mean question that offers all the expected cards.
+    pub misses_asked: (usize, usize),
 }
 
 fn pct((ok, n): (usize, usize)) -> f64 {
@@ -59,8 +61,9 @@ fn sorted(v: &[String]) -> Vec<String> {
     v
 }
 
-/// The agents `query` is planned for (nothing for a direct answer or escalation).
-fn routed(reg: &Registry, query: &str) -> Vec<String> {
+/// The agents `query` is planned for (nothing for a direct answer or escalation), and the
+/// candidates of the did-you-mean question it asks instead, if any.
+fn routed(reg: &Registry, query: &str) -> (Vec<String>, Vec<String>) {
     let empty = Map::new();
     let input = TurnInput {
         query,
@@ -76,8 +79,9 @@ fn routed(reg: &Registry, query: &str) -> Vec<String> {
     };
     let turn = planner::plan_turn(reg, input);
     match turn.decision {
-        Decision::Plan { .. } => turn.intent.agents,
-        _ => Vec::new(),
+        Decision::Plan { .. } => (turn.intent.agents, Vec::new()),
+        Decision::Choose(q) => (Vec::new(), q.candidates),
+        _ => (Vec::new(), Vec::new()),
     }
 }
 
@@ -98,7 +102,8 @@ pub(crate) fn evaluate(set_file: &str) -> Report {
     let mut r = Report::default();
     println!("\n== {set_file} ({} queries, config {})", set.queries.len(), set.config);
     for q in &set.queries {
-        let got = sorted(&routed(&reg, &q.q));
+        let (got, offered) = routed(&reg, &q.q);
+        let got = sorted(&got);
         let want = sorted(&q.expect);
         let ok = got == want;
         r.total += 1;
@@ -120,10 +125,14 @@ pub(crate) fn evaluate(set_file: &str) -> Report {
             let found = want.iter().all(|w| top.contains(w));
             r.misses_with_candidates.0 += found as usize;
             r.misses_with_candidates.1 += 1;
+            let asked = !offered.is_empty() && want.iter().all(|w| offered.contains(w));
+            r.misses_asked.0 += asked as usize;
+            r.misses_asked.1 += 1;
             note = format!(
-                "  candidates: {}{}",
+                "  candidates: {}{}{}",
                 rec.top(5).iter().map(|c| format!("{} {:.2}", c.id, c.confidence)).collect::<Vec<_>>().join(", "),
-                if found { "" } else { "  (right card NOT among candidates)" }
+                if found { "" } else { "  (right card NOT among candidates)" },
+                if offered.is_empty() { String::new() } else { format!("  did you mean: {}", offered.join(" / ")) }
             );
         }
         println!(
@@ -152,6 +161,12 @@ pub(crate) fn evaluate(set_file: &str) -> Report {
         r.misses_with_candidates.0,
         r.misses_with_candidates.1,
         pct(r.misses_with_candidates)
+    );
+    println!(
+        "   misses answered by a did-you-mean question offering the right cards: {}/{} ({:.1}%)",
+        r.misses_asked.0,
+        r.misses_asked.1,
+        pct(r.misses_asked)
     );
     r
 }
