@@ -181,54 +181,81 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     opts: ServeOptions,
 ) -> std::io::Result<()> {
-    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-    use hyper_util::server::conn::auto::Builder;
-
     let token = state.shutdown.clone();
     let turns = state.supervisor.turns.clone();
-    let router = api::router(state).layer(tower_http::timeout::RequestBodyTimeoutLayer::new(opts.body_read_timeout));
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let per_address = Arc::new(PerAddress::default());
-    let mut builder = Builder::new(TokioExecutor::new());
-    // The parser's own header limits sit above the router's (api::error::MAX_HEADERS), which
-    // answer with the JSON error instead of an empty 431.
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(opts.header_read_timeout).max_headers(512);
+    let connections = Connections::new(state, opts);
+    connections.accept_until(listener, shutdown).await;
+    drain(connections.graceful, token, turns, opts.drain).await;
+    Ok(())
+}
 
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        let (tcp, addr) = tokio::select! {
-            () = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    // Out of file descriptors and the like: not fatal; wait a little.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-        };
-        let Some(slot) = PerAddress::take(&per_address, addr.ip(), opts.max_connections_per_address) else {
+/// The accepted connections of [`serve`]: how each is served and how they are drained.
+struct Connections {
+    /// The API with the body read timeout.
+    router: axum::Router,
+    /// hyper's HTTP/1 + HTTP/2 connection builder with the header limits and timer.
+    builder: hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>,
+    graceful: hyper_util::server::graceful::GracefulShutdown,
+    per_address: Arc<PerAddress>,
+    opts: ServeOptions,
+}
+
+impl Connections {
+    fn new(state: AppState, opts: ServeOptions) -> Self {
+        use hyper_util::rt::{TokioExecutor, TokioTimer};
+        let router =
+            api::router(state).layer(tower_http::timeout::RequestBodyTimeoutLayer::new(opts.body_read_timeout));
+        let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+        // The parser's own header limits sit above the router's (api::error::MAX_HEADERS), which
+        // answer with the JSON error instead of an empty 431.
+        builder.http1().timer(TokioTimer::new()).header_read_timeout(opts.header_read_timeout).max_headers(512);
+        Self {
+            router,
+            builder,
+            graceful: hyper_util::server::graceful::GracefulShutdown::new(),
+            per_address: Arc::new(PerAddress::default()),
+            opts,
+        }
+    }
+
+    /// Accepts and serves connections until `shutdown` resolves; the listener is closed then.
+    async fn accept_until(&self, listener: TcpListener, shutdown: impl std::future::Future<Output = ()>) {
+        let mut shutdown = std::pin::pin!(shutdown);
+        loop {
+            let (tcp, addr) = tokio::select! {
+                () = &mut shutdown => break,
+                accepted = accept(&listener) => accepted,
+            };
+            self.spawn(tcp, addr);
+        }
+    }
+
+    /// Serves one accepted connection on its own task, unless its address holds
+    /// `max_connections_per_address` already (then it is closed at once).
+    fn spawn(&self, tcp: tokio::net::TcpStream, addr: SocketAddr) {
+        use hyper_util::rt::TokioIo;
+        let Some(slot) = PerAddress::take(&self.per_address, addr.ip(), self.opts.max_connections_per_address) else {
             tracing::debug!(client = %addr.ip(), "connection refused: too many from this address");
             crate::metrics::rejected("connections_per_address");
-            continue;
+            return;
         };
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::trace!(error = %e, "cannot set TCP_NODELAY");
         }
         // Handlers see the client address as `ConnectInfo` (the per-address rate).
-        let service = tower::ServiceExt::map_request(router.clone(), move |mut req: axum::http::Request<_>| {
+        let service = tower::ServiceExt::map_request(self.router.clone(), move |mut req: axum::http::Request<_>| {
             req.extensions_mut().insert(axum::extract::ConnectInfo(addr));
             req
         });
         let service = hyper_util::service::TowerToHyperService::new(service);
-        let (builder, watcher) = (builder.clone(), graceful.watcher());
+        let (builder, watcher) = (self.builder.clone(), self.graceful.watcher());
+        let header_read_timeout = self.opts.header_read_timeout;
         tokio::spawn(async move {
             let _slot = slot;
             // hyper's header timer starts with the first byte: a client that connects and sends
             // nothing (or closes) is let go here.
             let mut first = [0u8; 1];
-            if !matches!(tokio::time::timeout(opts.header_read_timeout, tcp.peek(&mut first)).await, Ok(Ok(1..))) {
+            if !matches!(tokio::time::timeout(header_read_timeout, tcp.peek(&mut first)).await, Ok(Ok(1..))) {
                 tracing::debug!(client = %addr.ip(), "connection closed: nothing sent");
                 return;
             }
@@ -238,10 +265,32 @@ pub async fn serve(
             }
         });
     }
+}
 
-    let deadline = tokio::time::Instant::now() + opts.drain;
-    tracing::info!(drain = ?opts.drain, "shutting down: draining open streams and turns");
-    drop(listener);
+/// The next accepted connection; accept errors (out of file descriptors and the like) are not
+/// fatal: logged, then retried after a short pause.
+async fn accept(listener: &TcpListener) -> (tokio::net::TcpStream, SocketAddr) {
+    loop {
+        match listener.accept().await {
+            Ok(accepted) => return accepted,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+/// The bounded drain of [`serve`] after the listener closed: connections and turns get `drain`,
+/// then the shutdown `token` cuts streams and turns off; returns by `drain` + [`EXIT_MARGIN`].
+async fn drain(
+    graceful: hyper_util::server::graceful::GracefulShutdown,
+    token: tokio_util::sync::CancellationToken,
+    turns: tokio_util::task::TaskTracker,
+    drain: std::time::Duration,
+) {
+    let deadline = tokio::time::Instant::now() + drain;
+    tracing::info!(drain = ?drain, "shutting down: draining open streams and turns");
     let cut = {
         let token = token.clone();
         tokio::spawn(async move {
@@ -261,7 +310,6 @@ pub async fn serve(
     }
     cut.abort();
     token.cancel();
-    Ok(())
 }
 
 /// `listener` with `TCP_NODELAY` set on every accepted connection.
