@@ -112,7 +112,10 @@ pub struct ServeOptions {
     /// On shutdown, how long open streams and turns may finish.
     pub drain: std::time::Duration,
     /// A client must send a request's whole head within this time (HTTP/1), or the connection is
-    /// closed: also the limit for an idle keep-alive connection to start its next request.
+    /// closed: also the limit for an idle keep-alive connection to start its next request and for
+    /// a new connection to show its protocol (HTTP/1, or the whole HTTP/2 preface). On HTTP/2, a
+    /// ping goes out after this long without a frame from the client and must be answered within
+    /// it.
     pub header_read_timeout: std::time::Duration,
     /// A request body must arrive within this time, or the request fails (408).
     pub body_read_timeout: std::time::Duration,
@@ -207,8 +210,16 @@ impl Connections {
             api::router(state).layer(tower_http::timeout::RequestBodyTimeoutLayer::new(opts.body_read_timeout));
         let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
         // The parser's own header limits sit above the router's (api::error::MAX_HEADERS), which
-        // answer with the JSON error instead of an empty 431.
+        // answer with the JSON error; past them api::wire::JsonParseErrors rewrites the parser's
+        // empty 431 (and 400 / 414) to the JSON error.
         builder.http1().timer(TokioTimer::new()).header_read_timeout(opts.header_read_timeout).max_headers(512);
+        // HTTP/2 has no header timeout: a connection that does not answer a ping within the
+        // header timeout (one that sends nothing, or a frame a byte at a time) is closed.
+        builder
+            .http2()
+            .timer(TokioTimer::new())
+            .keep_alive_interval(opts.header_read_timeout)
+            .keep_alive_timeout(opts.header_read_timeout);
         Self {
             router,
             builder,
@@ -252,14 +263,15 @@ impl Connections {
         let header_read_timeout = self.opts.header_read_timeout;
         tokio::spawn(async move {
             let _slot = slot;
-            // hyper's header timer starts with the first byte: a client that connects and sends
-            // nothing (or closes) is let go here.
-            let mut first = [0u8; 1];
-            if !matches!(tokio::time::timeout(header_read_timeout, tcp.peek(&mut first)).await, Ok(Ok(1..))) {
-                tracing::debug!(client = %addr.ip(), "connection closed: nothing sent");
+            // hyper has no timeout while it detects the protocol: a client that connects and
+            // sends nothing (or closes), or sends its first bytes one at a time, is let go here.
+            let mut tcp = tcp;
+            let Some(start) = api::wire::read_start(&mut tcp, header_read_timeout).await else {
+                tracing::debug!(client = %addr.ip(), "connection closed: no protocol shown in time");
                 return;
-            }
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), service);
+            };
+            let io = TokioIo::new(api::wire::JsonParseErrors::new(api::wire::Replay::new(start, tcp)));
+            let conn = builder.serve_connection_with_upgrades(io, service);
             if let Err(e) = watcher.watch(conn).await {
                 tracing::trace!(error = %e, "connection ended with an error");
             }
