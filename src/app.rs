@@ -112,7 +112,10 @@ pub struct ServeOptions {
     /// On shutdown, how long open streams and turns may finish.
     pub drain: std::time::Duration,
     /// A client must send a request's whole head within this time (HTTP/1), or the connection is
-    /// closed: also the limit for an idle keep-alive connection to start its next request.
+    /// closed: also the limit for an idle keep-alive connection to start its next request and for
+    /// a new connection to show its protocol (HTTP/1, or the whole HTTP/2 preface). On HTTP/2, a
+    /// ping goes out after this long without a frame from the client and must be answered within
+    /// it.
     pub header_read_timeout: std::time::Duration,
     /// A request body must arrive within this time, or the request fails (408).
     pub body_read_timeout: std::time::Duration,
@@ -181,67 +184,125 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     opts: ServeOptions,
 ) -> std::io::Result<()> {
-    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-    use hyper_util::server::conn::auto::Builder;
-
     let token = state.shutdown.clone();
     let turns = state.supervisor.turns.clone();
-    let router = api::router(state).layer(tower_http::timeout::RequestBodyTimeoutLayer::new(opts.body_read_timeout));
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let per_address = Arc::new(PerAddress::default());
-    let mut builder = Builder::new(TokioExecutor::new());
-    // The parser's own header limits sit above the router's (api::error::MAX_HEADERS), which
-    // answer with the JSON error instead of an empty 431.
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(opts.header_read_timeout).max_headers(512);
+    let connections = Connections::new(state, opts);
+    connections.accept_until(listener, shutdown).await;
+    drain(connections.graceful, token, turns, opts.drain).await;
+    Ok(())
+}
 
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        let (tcp, addr) = tokio::select! {
-            () = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    // Out of file descriptors and the like: not fatal; wait a little.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-        };
-        let Some(slot) = PerAddress::take(&per_address, addr.ip(), opts.max_connections_per_address) else {
+/// The accepted connections of [`serve`]: how each is served and how they are drained.
+struct Connections {
+    /// The API with the body read timeout.
+    router: axum::Router,
+    /// hyper's HTTP/1 + HTTP/2 connection builder with the header limits and timer.
+    builder: hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>,
+    graceful: hyper_util::server::graceful::GracefulShutdown,
+    per_address: Arc<PerAddress>,
+    opts: ServeOptions,
+}
+
+impl Connections {
+    fn new(state: AppState, opts: ServeOptions) -> Self {
+        use hyper_util::rt::{TokioExecutor, TokioTimer};
+        let router =
+            api::router(state).layer(tower_http::timeout::RequestBodyTimeoutLayer::new(opts.body_read_timeout));
+        let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+        // The parser's own header limits sit above the router's (api::error::MAX_HEADERS), which
+        // answer with the JSON error; past them api::wire::JsonParseErrors rewrites the parser's
+        // empty 431 (and 400 / 414) to the JSON error.
+        builder.http1().timer(TokioTimer::new()).header_read_timeout(opts.header_read_timeout).max_headers(512);
+        // HTTP/2 has no header timeout: a connection that does not answer a ping within the
+        // header timeout (one that sends nothing, or a frame a byte at a time) is closed.
+        builder
+            .http2()
+            .timer(TokioTimer::new())
+            .keep_alive_interval(opts.header_read_timeout)
+            .keep_alive_timeout(opts.header_read_timeout);
+        Self {
+            router,
+            builder,
+            graceful: hyper_util::server::graceful::GracefulShutdown::new(),
+            per_address: Arc::new(PerAddress::default()),
+            opts,
+        }
+    }
+
+    /// Accepts and serves connections until `shutdown` resolves; the listener is closed then.
+    async fn accept_until(&self, listener: TcpListener, shutdown: impl std::future::Future<Output = ()>) {
+        let mut shutdown = std::pin::pin!(shutdown);
+        loop {
+            let (tcp, addr) = tokio::select! {
+                () = &mut shutdown => break,
+                accepted = accept(&listener) => accepted,
+            };
+            self.spawn(tcp, addr);
+        }
+    }
+
+    /// Serves one accepted connection on its own task, unless its address holds
+    /// `max_connections_per_address` already (then it is closed at once).
+    fn spawn(&self, tcp: tokio::net::TcpStream, addr: SocketAddr) {
+        use hyper_util::rt::TokioIo;
+        let Some(slot) = PerAddress::take(&self.per_address, addr.ip(), self.opts.max_connections_per_address) else {
             tracing::debug!(client = %addr.ip(), "connection refused: too many from this address");
             crate::metrics::rejected("connections_per_address");
-            continue;
+            return;
         };
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::trace!(error = %e, "cannot set TCP_NODELAY");
         }
         // Handlers see the client address as `ConnectInfo` (the per-address rate).
-        let service = tower::ServiceExt::map_request(router.clone(), move |mut req: axum::http::Request<_>| {
+        let service = tower::ServiceExt::map_request(self.router.clone(), move |mut req: axum::http::Request<_>| {
             req.extensions_mut().insert(axum::extract::ConnectInfo(addr));
             req
         });
         let service = hyper_util::service::TowerToHyperService::new(service);
-        let (builder, watcher) = (builder.clone(), graceful.watcher());
+        let (builder, watcher) = (self.builder.clone(), self.graceful.watcher());
+        let header_read_timeout = self.opts.header_read_timeout;
         tokio::spawn(async move {
             let _slot = slot;
-            // hyper's header timer starts with the first byte: a client that connects and sends
-            // nothing (or closes) is let go here.
-            let mut first = [0u8; 1];
-            if !matches!(tokio::time::timeout(opts.header_read_timeout, tcp.peek(&mut first)).await, Ok(Ok(1..))) {
-                tracing::debug!(client = %addr.ip(), "connection closed: nothing sent");
+            // hyper has no timeout while it detects the protocol: a client that connects and
+            // sends nothing (or closes), or sends its first bytes one at a time, is let go here.
+            let mut tcp = tcp;
+            let Some(start) = api::wire::read_start(&mut tcp, header_read_timeout).await else {
+                tracing::debug!(client = %addr.ip(), "connection closed: no protocol shown in time");
                 return;
-            }
-            let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), service);
+            };
+            let io = TokioIo::new(api::wire::JsonParseErrors::new(api::wire::Replay::new(start, tcp)));
+            let conn = builder.serve_connection_with_upgrades(io, service);
             if let Err(e) = watcher.watch(conn).await {
                 tracing::trace!(error = %e, "connection ended with an error");
             }
         });
     }
+}
 
-    let deadline = tokio::time::Instant::now() + opts.drain;
-    tracing::info!(drain = ?opts.drain, "shutting down: draining open streams and turns");
-    drop(listener);
+/// The next accepted connection; accept errors (out of file descriptors and the like) are not
+/// fatal: logged, then retried after a short pause.
+async fn accept(listener: &TcpListener) -> (tokio::net::TcpStream, SocketAddr) {
+    loop {
+        match listener.accept().await {
+            Ok(accepted) => return accepted,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+/// The bounded drain of [`serve`] after the listener closed: connections and turns get `drain`,
+/// then the shutdown `token` cuts streams and turns off; returns by `drain` + [`EXIT_MARGIN`].
+async fn drain(
+    graceful: hyper_util::server::graceful::GracefulShutdown,
+    token: tokio_util::sync::CancellationToken,
+    turns: tokio_util::task::TaskTracker,
+    drain: std::time::Duration,
+) {
+    let deadline = tokio::time::Instant::now() + drain;
+    tracing::info!(drain = ?drain, "shutting down: draining open streams and turns");
     let cut = {
         let token = token.clone();
         tokio::spawn(async move {
@@ -261,7 +322,6 @@ pub async fn serve(
     }
     cut.abort();
     token.cancel();
-    Ok(())
 }
 
 /// `listener` with `TCP_NODELAY` set on every accepted connection.

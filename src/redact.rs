@@ -2,8 +2,10 @@
 //! headers from `${ENV}` is replaced by `***` in text that came from a sub-agent (deltas, messages,
 //! outputs, error texts) and in every log line. Its Base64 (standard and URL-safe, with and
 //! without padding) and percent-encoded forms (only non-alphanumerics, the URI-component set, or
-//! every byte escaped; upper- or lower-case hex) are masked too. Values shorter than
-//! [`MIN_SECRET_LEN`] characters are not masked (they would mask ordinary text).
+//! every byte escaped; upper- or lower-case hex) are masked too, and so are its JSON-escaped
+//! forms (a value holding `"`, `\`, `/` or non-ASCII inside a JSON string: a JSON log line, an
+//! agent echoing JSON; also escaped twice). Values shorter than [`MIN_SECRET_LEN`] characters are
+//! not masked (they would mask ordinary text).
 
 use std::collections::BTreeSet;
 
@@ -50,6 +52,36 @@ fn forms(value: &str) -> Vec<String> {
     out.push(value.bytes().map(|b| format!("%{b:02X}")).collect());
     let lower: Vec<String> = out.iter().filter(|f| f.contains('%')).map(|f| lower_hex_escapes(f)).collect();
     out.extend(lower);
+    out.extend(json_escaped(value));
+    out
+}
+
+/// How `value` reads inside a JSON string when that differs from the value: escaped as serde and
+/// most encoders write it, with `/` escaped too (`\/`), with every non-ASCII character as `\uXXXX`
+/// (Python's default), and each of those escaped once more (a JSON document logged as a string).
+fn json_escaped(value: &str) -> Vec<String> {
+    let once = |v: &str| -> Vec<String> {
+        let plain = serde_json::to_string(v).unwrap_or_default();
+        let plain = plain[1..plain.len() - 1].to_string();
+        let slash = plain.replace('/', "\\/");
+        let ascii: String = plain
+            .chars()
+            .map(|c| {
+                if c.is_ascii() {
+                    c.to_string()
+                } else {
+                    c.encode_utf16(&mut [0; 2]).iter().map(|u| format!("\\u{u:04x}")).collect()
+                }
+            })
+            .collect();
+        vec![plain, slash, ascii]
+    };
+    let mut out: Vec<String> = once(value);
+    let twice: Vec<String> = out.iter().flat_map(|f| once(f)).collect();
+    out.extend(twice);
+    out.retain(|f| f != value);
+    out.sort();
+    out.dedup();
     out
 }
 
@@ -168,6 +200,28 @@ mod tests {
         }
         let masked = secrets.mask_json(json!({ "echo": ["k>?t0ken/x=", 1], "k>?t0ken/x=": true }));
         assert_eq!(masked, json!({ "echo": ["***", 1], "***": true }));
+    }
+
+    #[test]
+    fn secrets_with_quotes_and_backslashes_are_masked_in_json_escaped_text() {
+        // Issue 12: a secret holding `"` or `\` appears escaped in JSON (JSON log lines, an agent
+        // echoing JSON), where its raw form does not match.
+        let secrets = Secrets::new([r#"pa"ss\w/rd"#, "naïve\"key"]);
+        let cases = [
+            (r#"raw pa"ss\w/rd end"#, "raw *** end"),
+            (r#"{"token":"pa\"ss\\w/rd"}"#, r#"{"token":"***"}"#),
+            (r#"{"token":"pa\"ss\\w\/rd"}"#, r#"{"token":"***"}"#),
+            (r#"{"log":"{\"token\":\"pa\\\"ss\\\\w/rd\"}"}"#, r#"{"log":"{\"token\":\"***\"}"}"#),
+            (r#"{"k":"naïve\"key"}"#, r#"{"k":"***"}"#),
+            (r#"{"k":"na\u00efve\"key"}"#, r#"{"k":"***"}"#),
+        ];
+        for (input, want) in cases {
+            assert_eq!(secrets.mask(input), want, "{input}");
+        }
+        // A secret logged as a JSON field value by the JSON log format.
+        let line = serde_json::json!({ "message": format!("agent said {}", r#"pa"ss\w/rd"#) }).to_string();
+        assert!(!line.contains(r#"pa"ss\w/rd"#), "only the escaped form is in the line: {line}");
+        assert_eq!(secrets.mask(&line), r#"{"message":"agent said ***"}"#);
     }
 
     #[test]

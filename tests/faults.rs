@@ -603,11 +603,12 @@ async fn an_a2a_stream_line_without_end_fails_as_too_large_while_it_arrives() {
 }
 
 /// The secret of [`an_agent_echoing_its_secret_header_is_masked`]: `Bearer ${SB_FAULTS_ECHO_SECRET}`.
-const ECHO_SECRET: &str = "sk-live>>??echo-7f3a";
+/// It holds `"` and `\`, which JSON escapes.
+const ECHO_SECRET: &str = r#"sk-live>>??echo-"7f\3a"#;
 
 /// A weather agent (`sse`) that sends back the `Authorization` header it received: raw, Base64,
-/// URL-encoded and split across two deltas, then raw in its `result` (message and output) or,
-/// when `fail`, in an `error` event.
+/// URL-encoded, inside a JSON document (escaped) and split across two deltas, then raw in its
+/// `result` (message and output) or, when `fail`, in an `error` event.
 async fn echo_agent(fail: bool) -> String {
     use base64::Engine;
     let router = Router::new().route(
@@ -624,6 +625,7 @@ async fn echo_agent(fail: bool) -> String {
                 format!("收到 {auth}"),
                 format!("b64 {b64}"),
                 format!("url {url}"),
+                format!("json {}", json!({ "auth": auth })),
                 format!("split {head}"),
                 format!("{tail}!"),
             ];
@@ -651,7 +653,9 @@ fn assert_no_secret(events: &[Value]) {
     use base64::Engine;
     let all = serde_json::to_string(events).unwrap();
     let b64 = base64::engine::general_purpose::STANDARD.encode(ECHO_SECRET);
-    for form in [ECHO_SECRET, &b64, "sk-live%3E%3E%3F%3Fecho"] {
+    let escaped = serde_json::to_string(ECHO_SECRET).unwrap();
+    let escaped = &escaped[1..escaped.len() - 1];
+    for form in [ECHO_SECRET, escaped, &b64, "sk-live%3E%3E%3F%3Fecho"] {
         assert!(!all.contains(form), "{form} reached the user: {events:#?}");
     }
 }
@@ -673,7 +677,11 @@ async fn an_agent_echoing_its_secret_header_is_masked() {
         let events = app.ask(BOTH, None).await;
         assert_no_secret(&events);
         // The start of the split secret is held back until the next delta shows it is one.
-        assert_eq!(weather_deltas(&events), ["收到 Bearer ***", "b64 ***", "url ***", "split ", "***!"], "{events:#?}");
+        assert_eq!(
+            weather_deltas(&events),
+            ["收到 Bearer ***", "b64 ***", "url ***", r#"json {"auth":"Bearer ***"}"#, "split ", "***!"],
+            "{events:#?}"
+        );
         if fail {
             let failed = assert_weather_failed_exchange_done(&app, &events, "agent_error");
             assert_eq!(failed["metadata"]["state"]["error"]["message"], "agent error: bad token Bearer ***");
@@ -686,6 +694,8 @@ async fn an_agent_echoing_its_secret_header_is_masked() {
         }
         // The logs mask it too (the writer's mask holds every secret of every loaded config).
         assert_eq!(switchboard::logging::mask_log(&format!("echo {ECHO_SECRET}")), "echo ***");
+        let json_line = json!({ "message": format!("echo {ECHO_SECRET}") }).to_string();
+        assert_eq!(switchboard::logging::mask_log(&json_line), r#"{"message":"echo ***"}"#);
     }
 }
 

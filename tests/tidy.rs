@@ -1,6 +1,7 @@
 //! Source-tree hygiene, checked by reading the files (no build needed): every module opens with a
-//! `//!` doc, nothing cites documents outside the repository (a clone has only `docs/`), and the
-//! top-level modules of `src/` form no import cycle. The last test prints the modules as layers
+//! `//!` doc, nothing cites documents outside the repository (a clone has only `docs/`), no
+//! function in `src/` is longer than [`MAX_FN_LINES`], and the top-level modules of `src/` form
+//! no import cycle. The last test prints the modules as layers
 //! (`cargo test --test integration tidy -- --nocapture`).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -214,4 +215,75 @@ fn tidy_reads_crate_references_from_paths_and_groups() {
                 crate::g::h();\nmacro_rules! m { () => { $crate::i } }\n// crate::j\n#[cfg(test)]\nuse crate::k;\n";
     let want: BTreeSet<String> = ["a", "c", "d", "g", "self"].map(String::from).into();
     assert_eq!(crate_refs(text), want);
+}
+
+/// The longest a function of `src/` may be, in lines from its `fn` line to its closing brace
+/// (test code excluded). Functions are kept under ~80 lines; this is the hard limit.
+const MAX_FN_LINES: usize = 100;
+
+/// `(name, first line (1-based), length in lines)` of every `fn` item of `text` before its first
+/// `#[cfg(test)]`: a line starting (after indentation) with `fn`, `pub fn`, `pub(…) fn`, `async
+/// fn` or `pub async fn` runs until its braces balance; a declaration ending in `;` before any
+/// brace (a trait method without body) is one line. Braces are counted as characters, as a quick
+/// scan does (braces in strings and comments count too).
+fn functions(text: &str) -> Vec<(String, usize, usize)> {
+    let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+    let lines: Vec<&str> = code.split('\n').collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(name) = fn_name(line) else { continue };
+        let (mut depth, mut started, mut end) = (0i64, false, lines.len() - 1);
+        for (j, l) in lines.iter().enumerate().skip(i) {
+            depth += l.matches('{').count() as i64 - l.matches('}').count() as i64;
+            started |= l.contains('{');
+            if (started && depth <= 0) || (!started && l.trim_end().ends_with(';')) {
+                end = j;
+                break;
+            }
+        }
+        out.push((name, i + 1, end - i + 1));
+    }
+    out
+}
+
+/// The name of the function a line starts, if it starts one.
+fn fn_name(line: &str) -> Option<String> {
+    let mut rest = line.trim_start();
+    if let Some(r) = rest.strip_prefix("pub") {
+        rest = match r.strip_prefix('(') {
+            Some(r) => r.split_once(')')?.1.strip_prefix(' ')?,
+            None => r.strip_prefix(' ')?,
+        };
+    }
+    rest = rest.strip_prefix("async ").unwrap_or(rest);
+    let name = ident(rest.strip_prefix("fn ")?);
+    (!name.is_empty()).then_some(name)
+}
+
+#[test]
+fn no_function_in_src_is_longer_than_the_limit() {
+    let mut offenders = Vec::new();
+    for path in rust_sources() {
+        for (name, line, len) in functions(&read(&path)) {
+            if len > MAX_FN_LINES {
+                offenders.push(format!("{}:{line}: fn {name} is {len} lines", rel(&path)));
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "{} function(s) in src/ are longer than {MAX_FN_LINES} lines; split them into helpers named for \
+         what they do (keep functions under ~80 lines):\n  {}",
+        offenders.len(),
+        offenders.join("\n  ")
+    );
+}
+
+#[test]
+fn tidy_measures_functions_from_fn_line_to_closing_brace() {
+    let text = "fn a() {\n    x();\n}\npub(crate) async fn b(\n    y: u8,\n) -> u8 {\n    if y > 0 { 1 } else { 2 \
+                }\n}\n    fn c(&self);\npub fn d() { }\nlet f = |x| x;\n#[cfg(test)]\nfn e() {\n}\n";
+    let got = functions(text);
+    let want = [("a", 1, 3), ("b", 4, 5), ("c", 9, 1), ("d", 10, 1)].map(|(n, l, len)| (n.to_string(), l, len));
+    assert_eq!(got, want);
 }

@@ -106,56 +106,7 @@ pub async fn run(
             (a.user_id.clone(), Some(a))
         }
     };
-    // The sub-tasks (or the did-you-mean question) the resumed interrupts name: they must be pending.
-    let (pending, choice_id) = if input.resume.is_empty() {
-        (Vec::new(), None)
-    } else {
-        let session = state.supervisor.sessions.peek(&user, &input.thread_id).await;
-        let session = session.map_err(|e| ApiError::Unavailable(format!("session store: {e}")))?;
-        let choice_id = session.as_ref().and_then(|s| s.conversation.choice().map(|c| c.choice_id.clone()));
-        (session.and_then(|s| s.conversation.pending().map(|p| p.tasks.clone())).unwrap_or_default(), choice_id)
-    };
-    let mut slots = Map::new();
-    let mut answers = Vec::new();
-    let mut cancelled = false;
-    for r in &input.resume {
-        if !matches!(r.status.as_str(), "resolved" | "cancelled") {
-            let message = format!("resume status {:?} is not resolved or cancelled", r.status);
-            return Err(ApiError::bad_request("invalid_resume", message));
-        }
-        if choice_id.as_deref() == Some(r.interrupt_id.as_str()) {
-            match (&r.payload, r.status.as_str()) {
-                (_, "cancelled") => cancelled = true,
-                (Value::Object(values), _) => slots.extend(values.clone()),
-                (Value::String(agent), _) => {
-                    slots.insert(crate::planner::choice::CHOICE_KEY.into(), json!(agent));
-                }
-                _ => {}
-            }
-            continue;
-        }
-        let Some(task) = pending.iter().find(|t| t.task_id == r.interrupt_id) else {
-            let message = format!(
-                "interrupt {:?} is not pending on thread {:?}: it was already answered or cancelled, or never asked",
-                r.interrupt_id, input.thread_id
-            );
-            return Err(ApiError::bad_request("unknown_interrupt", message));
-        };
-        match r.status.as_str() {
-            "cancelled" => cancelled = true,
-            // An A2A agent's question is answered in text.
-            _ if task.remote.is_some() => {
-                if let Some(text) = r.payload.as_str().or_else(|| r.payload["answer"].as_str()) {
-                    answers.push(text.to_string());
-                }
-            }
-            _ => {
-                if let Value::Object(values) = &r.payload {
-                    slots.extend(values.clone());
-                }
-            }
-        }
-    }
+    let Resumed { slots, answers, cancelled } = resumed(&state, &input, &user).await?;
     let cancel = cancelled && slots.is_empty() && answers.is_empty();
     let query = if input.resume.is_empty() { last_user_text(&input.messages) } else { answers.join("\n") };
     let body =
@@ -186,6 +137,71 @@ pub async fn run(
         a.tell(response.headers_mut());
     }
     Ok(response)
+}
+
+/// What a run's `resume[]` entries give the turn.
+#[derive(Default)]
+struct Resumed {
+    /// Values of resolved interrupts of our own sub-tasks.
+    slots: Map<String, Value>,
+    /// Text answers to A2A agents' questions.
+    answers: Vec<String>,
+    /// Some interrupt was cancelled.
+    cancelled: bool,
+}
+
+/// Reads the run's `resume[]` against the thread's pending clarification or did-you-mean
+/// question: every entry must be `resolved` or `cancelled` and name a pending sub-task or the
+/// question (`invalid_resume`, `unknown_interrupt`).
+async fn resumed(state: &AppState, input: &RunAgentInput, user: &str) -> Result<Resumed, ApiError> {
+    let mut out = Resumed::default();
+    if input.resume.is_empty() {
+        return Ok(out);
+    }
+    // The sub-tasks (or the did-you-mean question) the resumed interrupts name: they must be pending.
+    let session = state.supervisor.sessions.peek(user, &input.thread_id).await;
+    let session = session.map_err(|e| ApiError::Unavailable(format!("session store: {e}")))?;
+    let choice_id = session.as_ref().and_then(|s| s.conversation.choice().map(|c| c.choice_id.clone()));
+    let pending = session.and_then(|s| s.conversation.pending().map(|p| p.tasks.clone())).unwrap_or_default();
+    for r in &input.resume {
+        if !matches!(r.status.as_str(), "resolved" | "cancelled") {
+            let message = format!("resume status {:?} is not resolved or cancelled", r.status);
+            return Err(ApiError::bad_request("invalid_resume", message));
+        }
+        if choice_id.as_deref() == Some(r.interrupt_id.as_str()) {
+            match (&r.payload, r.status.as_str()) {
+                (_, "cancelled") => out.cancelled = true,
+                (Value::Object(values), _) => out.slots.extend(values.clone()),
+                (Value::String(agent), _) => {
+                    out.slots.insert(crate::planner::choice::CHOICE_KEY.into(), json!(agent));
+                }
+                _ => {}
+            }
+            continue;
+        }
+        let Some(task) = pending.iter().find(|t| t.task_id == r.interrupt_id) else {
+            let message = format!(
+                "interrupt {:?} is not pending on thread {:?}: it was already answered or cancelled, or never asked",
+                r.interrupt_id, input.thread_id
+            );
+            return Err(ApiError::bad_request("unknown_interrupt", message));
+        };
+        match r.status.as_str() {
+            "cancelled" => out.cancelled = true,
+            // An A2A agent's question is answered in text.
+            _ if task.remote.is_some() => {
+                if let Some(text) = r.payload.as_str().or_else(|| r.payload["answer"].as_str()) {
+                    out.answers.push(text.to_string());
+                }
+            }
+            _ => {
+                if let Value::Object(values) = &r.payload {
+                    out.slots.extend(values.clone());
+                }
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Translates one turn's stage events into AG-UI events.

@@ -24,6 +24,9 @@ pub enum ApiError {
     /// 431: too many request headers, or too large ones.
     #[error("request headers too large: at most {MAX_HEADERS} headers of {MAX_HEADER_BYTES} bytes in all")]
     HeadersTooLarge,
+    /// 414: the request target is longer than the HTTP parser accepts.
+    #[error("the request URI is too long")]
+    UriTooLong,
     /// 408: the body did not arrive in time (`--body-read-timeout`).
     #[error("the request body did not arrive in time")]
     RequestTimeout,
@@ -62,12 +65,24 @@ impl ApiError {
         Self::BadRequest { code, message: message.into() }
     }
 
+    /// The error's status and its JSON body `{"error": {"code", "message"}}` (with `errors` for
+    /// [`ApiError::InvalidConfig`]).
+    pub fn status_and_body(&self) -> (StatusCode, serde_json::Value) {
+        let (status, code) = self.status_and_code();
+        let mut body = json!({ "error": { "code": code, "message": self.to_string() } });
+        if let Self::InvalidConfig(errors) = self {
+            body["error"]["errors"] = json!(errors);
+        }
+        (status, body)
+    }
+
     fn status_and_code(&self) -> (StatusCode, &'static str) {
         match self {
             Self::BadRequest { code, .. } => (StatusCode::BAD_REQUEST, code),
             Self::PayloadTooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             Self::RequestTimeout => (StatusCode::REQUEST_TIMEOUT, "request_timeout"),
             Self::HeadersTooLarge => (StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, "headers_too_large"),
+            Self::UriTooLong => (StatusCode::URI_TOO_LONG, "uri_too_long"),
             Self::UnsupportedMediaType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
@@ -83,11 +98,7 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let (status, code) = self.status_and_code();
-        let mut body = json!({ "error": { "code": code, "message": self.to_string() } });
-        if let Self::InvalidConfig(errors) = &self {
-            body["error"]["errors"] = json!(errors);
-        }
+        let (status, body) = self.status_and_body();
         let mut resp = (status, axum::Json(body)).into_response();
         if let Self::Overloaded(secs) | Self::RateLimited(secs) = self {
             if let Ok(v) = axum::http::HeaderValue::from_str(&secs.to_string()) {
@@ -157,6 +168,7 @@ pub async fn json_errors(resp: Response) -> Response {
         StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
         StatusCode::UNPROCESSABLE_ENTITY => "unprocessable",
         StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE => "headers_too_large",
+        StatusCode::URI_TOO_LONG => "uri_too_long",
         StatusCode::TOO_MANY_REQUESTS => "rate_limited",
         StatusCode::SERVICE_UNAVAILABLE => "unavailable",
         s if s.is_server_error() => "internal",

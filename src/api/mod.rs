@@ -9,6 +9,7 @@ pub mod chat;
 pub mod error;
 pub mod identity;
 pub mod limits;
+pub mod wire;
 
 use std::sync::Arc;
 

@@ -356,74 +356,15 @@ impl Exchanger<'_> {
     /// Fetches and checks the Agent Card (`a2a`).
     pub(crate) async fn a2a_card(&self, checks: &mut Checks) -> Option<AgentCard> {
         let url = card_url(&self.agent.url);
-        let exchange = async {
-            let resp = self.client.get(&url).header(::a2a::SVC_PARAM_VERSION, ::a2a::VERSION).send().await?;
-            let head = Head::of(&resp);
-            let body = read_limited(resp, self.opts.limits.max_response_bytes).await?;
-            Ok::<_, DispatchError>((head, body))
-        };
-        let (head, body) = match tokio::time::timeout(self.agent.timeout, exchange).await {
-            Err(_) => {
-                checks.add(
-                    "card",
-                    "card-fields",
-                    false,
-                    format!("GET {url}: no reply within {}", ms(self.agent.timeout)),
-                );
-                return None;
-            }
-            Ok(Err(e)) => {
-                checks.add("card", "card-fields", false, format!("GET {url}: {e}"));
-                return None;
-            }
-            Ok(Ok(r)) => r,
-        };
-        if !head.status.is_success() || !head.is("application/json") {
-            let evidence = format!(
-                "GET {url}: {}, content-type {}; expected 200 application/json",
-                head.status_text(),
-                head.content_type
-            );
-            checks.add("card", "card-fields", false, evidence);
-            return None;
-        }
-        let card: AgentCard = match serde_json::from_slice(&body) {
-            Ok(c) => c,
-            Err(e) => {
-                checks.add("card", "card-fields", false, format!("GET {url}: not an A2A 1.0 Agent Card: {e}"));
+        let card = match self.fetch_card(&url).await {
+            Ok(card) => card,
+            Err(evidence) => {
+                checks.add("card", "card-fields", false, evidence);
                 return None;
             }
         };
-        let mut missing = Vec::new();
-        for (field, value) in [("name", &card.name), ("description", &card.description), ("version", &card.version)] {
-            if value.trim().is_empty() {
-                missing.push(format!("`{field}` is empty"));
-            }
-        }
-        let jsonrpc = card.supported_interfaces.iter().find(|i| i.protocol_binding.eq_ignore_ascii_case("JSONRPC"));
-        match jsonrpc {
-            None => missing.push("no `supportedInterfaces[]` entry with `protocolBinding: JSONRPC`".into()),
-            Some(i) => {
-                if !matches!(reqwest::Url::parse(&i.url), Ok(u) if matches!(u.scheme(), "http" | "https")) {
-                    missing.push(format!("the JSONRPC interface URL {:?} is not an http(s) URL", i.url));
-                }
-                if !i.protocol_version.starts_with("1.") && i.protocol_version != "1" {
-                    missing
-                        .push(format!("the JSONRPC interface says protocolVersion {:?}, not 1.x", i.protocol_version));
-                }
-            }
-        }
-        if card.skills.is_empty() {
-            missing.push("`skills` is empty".into());
-        }
-        for s in &card.skills {
-            if s.id.trim().is_empty() || s.name.trim().is_empty() || s.description.trim().is_empty() {
-                missing.push(format!("skill {:?} lacks an id, name or description", s.id));
-            }
-        }
-        if card.default_input_modes.is_empty() || card.default_output_modes.is_empty() {
-            missing.push("`defaultInputModes` / `defaultOutputModes` are empty".into());
-        }
+        let missing = card_problems(&card);
+        let jsonrpc = jsonrpc_interface(&card);
         let streaming = card.capabilities.streaming.unwrap_or(false);
         let summary = format!(
             "{:?} v{}, {} skill(s), streaming: {}, JSONRPC at {}",
@@ -439,6 +380,30 @@ impl Exchanger<'_> {
             checks.add("card", "card-fields", false, format!("{}; {summary}", missing.join("; ")));
         }
         jsonrpc.is_some().then_some(card)
+    }
+
+    /// `GET url` within the agent's timeout, parsed as an A2A 1.0 Agent Card; the evidence of
+    /// the failed check otherwise.
+    async fn fetch_card(&self, url: &str) -> Result<AgentCard, String> {
+        let exchange = async {
+            let resp = self.client.get(url).header(::a2a::SVC_PARAM_VERSION, ::a2a::VERSION).send().await?;
+            let head = Head::of(&resp);
+            let body = read_limited(resp, self.opts.limits.max_response_bytes).await?;
+            Ok::<_, DispatchError>((head, body))
+        };
+        let (head, body) = match tokio::time::timeout(self.agent.timeout, exchange).await {
+            Err(_) => return Err(format!("GET {url}: no reply within {}", ms(self.agent.timeout))),
+            Ok(Err(e)) => return Err(format!("GET {url}: {e}")),
+            Ok(Ok(r)) => r,
+        };
+        if !head.status.is_success() || !head.is("application/json") {
+            return Err(format!(
+                "GET {url}: {}, content-type {}; expected 200 application/json",
+                head.status_text(),
+                head.content_type
+            ));
+        }
+        serde_json::from_slice(&body).map_err(|e| format!("GET {url}: not an A2A 1.0 Agent Card: {e}"))
     }
 
     fn rpc_request(
@@ -513,42 +478,7 @@ impl Exchanger<'_> {
             Some(bytes) => vec![String::from_utf8_lossy(bytes).into_owned()],
             None => stream.events.iter().map(|(_, d)| d.clone()).collect(),
         };
-        let mut frames = Vec::new();
-        let mut problems = Vec::new();
-        for (i, data) in datas.iter().enumerate() {
-            let v: Value = match serde_json::from_str(data) {
-                Ok(v) => v,
-                Err(e) => {
-                    problems.push(format!("frame {i} is not JSON: {e}"));
-                    break;
-                }
-            };
-            if v["jsonrpc"] != "2.0" {
-                problems.push(format!("frame {i}: `jsonrpc` is not \"2.0\""));
-            }
-            if v["id"] != Value::String(id.clone()) {
-                problems.push(format!("frame {i}: `id` {} does not echo the request id", v["id"]));
-            }
-            if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
-                problems.push(format!("JSON-RPC error {}: {}", e["code"], e["message"].as_str().unwrap_or_default()));
-                break;
-            }
-            let parsed = if body.is_some() {
-                serde_json::from_value::<SendMessageResponse>(v["result"].clone()).map(|r| match r {
-                    SendMessageResponse::Task(t) => StreamResponse::Task(t),
-                    SendMessageResponse::Message(m) => StreamResponse::Message(m),
-                })
-            } else {
-                serde_json::from_value::<StreamResponse>(v["result"].clone())
-            };
-            match parsed {
-                Ok(frame) => frames.push(frame),
-                Err(e) => {
-                    problems.push(format!("frame {i}: `result` is not an A2A 1.0 response: {e}"));
-                    break;
-                }
-            }
-        }
+        let (frames, mut problems) = jsonrpc_frames(&datas, &id, body.is_some());
         if let Some(e) = &stream.error {
             problems.push(e.clone());
         }
@@ -693,4 +623,85 @@ fn frame_is_final(data: &str) -> bool {
 
 fn is_final_state(s: &TaskState) -> bool {
     s.is_terminal() || matches!(s, TaskState::InputRequired | TaskState::AuthRequired)
+}
+
+/// The `JSONRPC` entry of the card's `supportedInterfaces`, if any.
+fn jsonrpc_interface(card: &AgentCard) -> Option<&::a2a::AgentInterface> {
+    card.supported_interfaces.iter().find(|i| i.protocol_binding.eq_ignore_ascii_case("JSONRPC"))
+}
+
+/// What an Agent Card lacks for the supervisor to call it (one sentence each; empty = fine).
+fn card_problems(card: &AgentCard) -> Vec<String> {
+    let mut missing = Vec::new();
+    for (field, value) in [("name", &card.name), ("description", &card.description), ("version", &card.version)] {
+        if value.trim().is_empty() {
+            missing.push(format!("`{field}` is empty"));
+        }
+    }
+    match jsonrpc_interface(card) {
+        None => missing.push("no `supportedInterfaces[]` entry with `protocolBinding: JSONRPC`".into()),
+        Some(i) => {
+            if !matches!(reqwest::Url::parse(&i.url), Ok(u) if matches!(u.scheme(), "http" | "https")) {
+                missing.push(format!("the JSONRPC interface URL {:?} is not an http(s) URL", i.url));
+            }
+            if !i.protocol_version.starts_with("1.") && i.protocol_version != "1" {
+                missing.push(format!("the JSONRPC interface says protocolVersion {:?}, not 1.x", i.protocol_version));
+            }
+        }
+    }
+    if card.skills.is_empty() {
+        missing.push("`skills` is empty".into());
+    }
+    for s in &card.skills {
+        if s.id.trim().is_empty() || s.name.trim().is_empty() || s.description.trim().is_empty() {
+            missing.push(format!("skill {:?} lacks an id, name or description", s.id));
+        }
+    }
+    if card.default_input_modes.is_empty() || card.default_output_modes.is_empty() {
+        missing.push("`defaultInputModes` / `defaultOutputModes` are empty".into());
+    }
+    missing
+}
+
+/// Parses JSON-RPC responses (`datas`: the stream's frames, or the one body when `plain`) as
+/// A2A responses to the request `id`: the frames read up to the first fatal problem, and every
+/// problem found (not JSON, wrong `jsonrpc` / `id`, a JSON-RPC error, not an A2A 1.0 result).
+fn jsonrpc_frames(datas: &[String], id: &str, plain: bool) -> (Vec<StreamResponse>, Vec<String>) {
+    let mut frames = Vec::new();
+    let mut problems = Vec::new();
+    for (i, data) in datas.iter().enumerate() {
+        let v: Value = match serde_json::from_str(data) {
+            Ok(v) => v,
+            Err(e) => {
+                problems.push(format!("frame {i} is not JSON: {e}"));
+                break;
+            }
+        };
+        if v["jsonrpc"] != "2.0" {
+            problems.push(format!("frame {i}: `jsonrpc` is not \"2.0\""));
+        }
+        if v["id"] != Value::String(id.to_string()) {
+            problems.push(format!("frame {i}: `id` {} does not echo the request id", v["id"]));
+        }
+        if let Some(e) = v.get("error").filter(|e| !e.is_null()) {
+            problems.push(format!("JSON-RPC error {}: {}", e["code"], e["message"].as_str().unwrap_or_default()));
+            break;
+        }
+        let parsed = if plain {
+            serde_json::from_value::<SendMessageResponse>(v["result"].clone()).map(|r| match r {
+                SendMessageResponse::Task(t) => StreamResponse::Task(t),
+                SendMessageResponse::Message(m) => StreamResponse::Message(m),
+            })
+        } else {
+            serde_json::from_value::<StreamResponse>(v["result"].clone())
+        };
+        match parsed {
+            Ok(frame) => frames.push(frame),
+            Err(e) => {
+                problems.push(format!("frame {i}: `result` is not an A2A 1.0 response: {e}"));
+                break;
+            }
+        }
+    }
+    (frames, problems)
 }

@@ -79,74 +79,16 @@ pub fn parse_protocol(s: &str) -> Result<Protocol, String> {
 /// [`SetupError`] when the files cannot be read, the card or config is invalid, or the id is
 /// not in the config.
 pub fn load_agent(target: &Target) -> Result<Arc<CapabilityCard>, SetupError> {
-    let read = |path: &Path| -> Result<Value, SetupError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| SetupError::Other(format!("{}: cannot read: {e}", path.display())))?;
-        serde_yaml_ng::from_str(&text).map_err(|e| SetupError::Other(format!("{}: {e}", path.display())))
-    };
-    let (config, path, base, widgets_file) = match &target.card {
-        Some(card_path) => {
-            let mut card = read(card_path)?;
-            let Some(obj) = card.as_object_mut() else {
-                return Err(SetupError::Other(format!("{}: a card is a mapping", card_path.display())));
-            };
-            if obj.contains_key("agents") {
-                return Err(SetupError::Other(format!(
-                    "{}: this is a whole config; give one card, or use --config with the agent id",
-                    card_path.display()
-                )));
-            }
-            if let Some(id) = &target.id {
-                obj.insert("id".into(), json!(id));
-            }
-            obj.entry("id").or_insert_with(|| json!("agent_under_check"));
-            // Widgets and value lists belong to the config the card will join; they do not
-            // change what is sent to the agent.
-            if let Some(keys) = obj.get_mut("required_semantic_keys").and_then(Value::as_array_mut) {
-                for key in keys.iter_mut().filter_map(Value::as_object_mut) {
-                    key.remove("widget");
-                    if key.get("extract").is_some_and(|x| x.get("values_from").is_some()) {
-                        key.remove("extract");
-                    }
-                }
-            }
-            // An empty widget map for the loader, removed once loaded.
-            let widgets = std::env::temp_dir().join(format!(
-                "switchboard-check-agent-{}-{}.json",
-                std::process::id(),
-                uuid::Uuid::new_v4().simple()
-            ));
-            std::fs::write(&widgets, "{}")
-                .map_err(|e| SetupError::Other(format!("{}: cannot write: {e}", widgets.display())))?;
-            let config = json!({ "version": 1, "widgets_map": widgets.display().to_string(), "agents": [card] });
-            let base = card_path.parent().map(Path::to_path_buf).unwrap_or_default();
-            (config, card_path.clone(), base, Some(widgets))
-        }
+    let mut source = match &target.card {
+        Some(card_path) => CardSource::of_card_file(card_path, target.id.as_deref())?,
         None => {
             let Some(id) = &target.id else {
                 return Err(SetupError::Other("give an agent id (or --card FILE)".into()));
             };
-            let mut config = read(&target.config)?;
-            let agents = config.get_mut("agents").and_then(Value::as_array_mut);
-            let Some(agents) = agents else {
-                return Err(SetupError::Other(format!("{}: no agents", target.config.display())));
-            };
-            let ids: Vec<String> = agents.iter().filter_map(|a| a["id"].as_str().map(str::to_string)).collect();
-            // Only the agent under check: errors elsewhere in the config do not block it.
-            agents.retain(|a| a["id"].as_str() == Some(id.as_str()));
-            if agents.is_empty() {
-                return Err(SetupError::Other(format!(
-                    "{}: no agent {id:?} (agents: {})",
-                    target.config.display(),
-                    ids.join(", ")
-                )));
-            }
-            let base = target.config.parent().map(Path::to_path_buf).unwrap_or_default();
-            (config, target.config.clone(), base, None)
+            CardSource::of_config(&target.config, id)?
         }
     };
-    let mut config = config;
-    let card = &mut config["agents"][0];
+    let card = &mut source.config["agents"][0];
     if !card.get("endpoint").is_some_and(Value::is_object) {
         card["endpoint"] = json!({});
     }
@@ -156,13 +98,95 @@ pub fn load_agent(target: &Target) -> Result<Arc<CapabilityCard>, SetupError> {
     if let Some(p) = target.protocol {
         card["endpoint"]["protocol"] = serde_json::to_value(p).unwrap_or_default();
     }
-    let text = serde_yaml_ng::to_string(&config).map_err(|e| SetupError::Other(e.to_string()))?;
-    let loaded = crate::config::load_from_str(&text, &path, &base, &|name| std::env::var(name).ok());
-    if let Some(w) = widgets_file {
+    let text = serde_yaml_ng::to_string(&source.config).map_err(|e| SetupError::Other(e.to_string()))?;
+    let loaded = crate::config::load_from_str(&text, &source.path, &source.base, &|name| std::env::var(name).ok());
+    if let Some(w) = source.widgets_file {
         let _ = std::fs::remove_file(w);
     }
     let registry = Registry::from_config(loaded.map_err(SetupError::Config)?, 1).map_err(SetupError::Config)?;
     registry.agents().first().cloned().ok_or_else(|| SetupError::Other("no agent".into()))
+}
+
+/// A config holding only the agent under check, as [`load_agent`] loads it.
+struct CardSource {
+    /// The config document (`agents` has the one card).
+    config: Value,
+    /// The file it came from (for error locations).
+    path: PathBuf,
+    /// The directory relative paths resolve against.
+    base: PathBuf,
+    /// A temporary empty widget map to remove once loaded.
+    widgets_file: Option<PathBuf>,
+}
+
+impl CardSource {
+    /// One card file (`--card`), id `id` (or its own, or `agent_under_check`), wrapped in a
+    /// config with an empty widget map.
+    fn of_card_file(card_path: &Path, id: Option<&str>) -> Result<Self, SetupError> {
+        let mut card = read_yaml(card_path)?;
+        let Some(obj) = card.as_object_mut() else {
+            return Err(SetupError::Other(format!("{}: a card is a mapping", card_path.display())));
+        };
+        if obj.contains_key("agents") {
+            return Err(SetupError::Other(format!(
+                "{}: this is a whole config; give one card, or use --config with the agent id",
+                card_path.display()
+            )));
+        }
+        if let Some(id) = id {
+            obj.insert("id".into(), json!(id));
+        }
+        obj.entry("id").or_insert_with(|| json!("agent_under_check"));
+        // Widgets and value lists belong to the config the card will join; they do not
+        // change what is sent to the agent.
+        if let Some(keys) = obj.get_mut("required_semantic_keys").and_then(Value::as_array_mut) {
+            for key in keys.iter_mut().filter_map(Value::as_object_mut) {
+                key.remove("widget");
+                if key.get("extract").is_some_and(|x| x.get("values_from").is_some()) {
+                    key.remove("extract");
+                }
+            }
+        }
+        // An empty widget map for the loader, removed once loaded.
+        let widgets = std::env::temp_dir().join(format!(
+            "switchboard-check-agent-{}-{}.json",
+            std::process::id(),
+            uuid::Uuid::new_v4().simple()
+        ));
+        std::fs::write(&widgets, "{}")
+            .map_err(|e| SetupError::Other(format!("{}: cannot write: {e}", widgets.display())))?;
+        let config = json!({ "version": 1, "widgets_map": widgets.display().to_string(), "agents": [card] });
+        let base = card_path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Ok(Self { config, path: card_path.to_path_buf(), base, widgets_file: Some(widgets) })
+    }
+
+    /// The config at `config_path` with only agent `id` left in it.
+    fn of_config(config_path: &Path, id: &str) -> Result<Self, SetupError> {
+        let mut config = read_yaml(config_path)?;
+        let agents = config.get_mut("agents").and_then(Value::as_array_mut);
+        let Some(agents) = agents else {
+            return Err(SetupError::Other(format!("{}: no agents", config_path.display())));
+        };
+        let ids: Vec<String> = agents.iter().filter_map(|a| a["id"].as_str().map(str::to_string)).collect();
+        // Only the agent under check: errors elsewhere in the config do not block it.
+        agents.retain(|a| a["id"].as_str() == Some(id));
+        if agents.is_empty() {
+            return Err(SetupError::Other(format!(
+                "{}: no agent {id:?} (agents: {})",
+                config_path.display(),
+                ids.join(", ")
+            )));
+        }
+        let base = config_path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Ok(Self { config, path: config_path.to_path_buf(), base, widgets_file: None })
+    }
+}
+
+/// A YAML (or JSON) file as a JSON value.
+fn read_yaml(path: &Path) -> Result<Value, SetupError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| SetupError::Other(format!("{}: cannot read: {e}", path.display())))?;
+    serde_yaml_ng::from_str(&text).map_err(|e| SetupError::Other(format!("{}: {e}", path.display())))
 }
 
 /// Settings of a check run.

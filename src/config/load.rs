@@ -426,30 +426,8 @@ impl Checker<'_> {
                 self.err(format!("{p}/id"), format!("duplicate agent id {:?}", agent.id));
             }
             let before = self.errors.len();
-            let url = self.interpolate(&agent.endpoint.url, &format!("{p}/endpoint/url"));
-            let url = match reqwest::Url::parse(&url) {
-                Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Some(u),
-                Ok(u) => {
-                    self.err(format!("{p}/endpoint/url"), format!("scheme {:?} is not http or https", u.scheme()));
-                    None
-                }
-                Err(e) => {
-                    self.err(format!("{p}/endpoint/url"), format!("not a URL: {e}"));
-                    None
-                }
-            };
-            let mut headers = Vec::new();
-            for (name, value) in &agent.endpoint.headers {
-                let hp = format!("{p}/endpoint/headers/{name}");
-                let value = self.interpolate(value, &hp);
-                if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
-                    self.err(hp.clone(), format!("{name:?} is not a valid header name"));
-                }
-                if reqwest::header::HeaderValue::from_str(&value).is_err() {
-                    self.err(hp, "the value (after interpolation) is not a valid header value");
-                }
-                headers.push((name.clone(), value));
-            }
+            let url = self.endpoint_url(agent, &p);
+            let headers = self.endpoint_headers(agent, &p);
             let a2a = agent.endpoint.protocol == super::model::Protocol::A2a;
             let any_object = || Some(Arc::new(json!({ "type": "object" })));
             let mut schema_of = |src: &Option<SchemaSource>, field: &str| match src {
@@ -474,15 +452,7 @@ impl Checker<'_> {
             }
             self.keys(file, agent, &p, input.as_deref(), widgets);
             if let Some(output) = output.as_deref() {
-                let props = output.get("properties").and_then(Value::as_object);
-                for (j, key) in agent.produces.iter().enumerate() {
-                    if props.is_some_and(|props| !props.contains_key(key)) {
-                        self.err(
-                            format!("{p}/produces/{j}"),
-                            format!("{key:?} is not a property of the output schema"),
-                        );
-                    }
-                }
+                self.produces(agent, &p, output);
             }
             let ok = self.errors.len() == before;
             out.push(match (ok, url, input, output) {
@@ -499,6 +469,51 @@ impl Checker<'_> {
             });
         }
         out
+    }
+
+    /// The agent's `endpoint.url` (interpolated): an http(s) URL with a host; at `{p}/endpoint/url`.
+    fn endpoint_url(&mut self, agent: &CapabilityCardSpec, p: &str) -> Option<reqwest::Url> {
+        let url = self.interpolate(&agent.endpoint.url, &format!("{p}/endpoint/url"));
+        match reqwest::Url::parse(&url) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Some(u),
+            Ok(u) => {
+                self.err(format!("{p}/endpoint/url"), format!("scheme {:?} is not http or https", u.scheme()));
+                None
+            }
+            Err(e) => {
+                self.err(format!("{p}/endpoint/url"), format!("not a URL: {e}"));
+                None
+            }
+        }
+    }
+
+    /// The agent's `endpoint.headers` (values interpolated), each a valid HTTP header; at
+    /// `{p}/endpoint/headers/{name}`.
+    fn endpoint_headers(&mut self, agent: &CapabilityCardSpec, p: &str) -> Vec<(String, String)> {
+        let mut headers = Vec::new();
+        for (name, value) in &agent.endpoint.headers {
+            let hp = format!("{p}/endpoint/headers/{name}");
+            let value = self.interpolate(value, &hp);
+            if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                self.err(hp.clone(), format!("{name:?} is not a valid header name"));
+            }
+            if reqwest::header::HeaderValue::from_str(&value).is_err() {
+                self.err(hp, "the value (after interpolation) is not a valid header value");
+            }
+            headers.push((name.clone(), value));
+        }
+        headers
+    }
+
+    /// Every key of the agent's `produces` is a property of its output schema (when the schema
+    /// lists properties); at `{p}/produces/{j}`.
+    fn produces(&mut self, agent: &CapabilityCardSpec, p: &str, output: &Value) {
+        let props = output.get("properties").and_then(Value::as_object);
+        for (j, key) in agent.produces.iter().enumerate() {
+            if props.is_some_and(|props| !props.contains_key(key)) {
+                self.err(format!("{p}/produces/{j}"), format!("{key:?} is not a property of the output schema"));
+            }
+        }
     }
 
     fn keys(

@@ -60,24 +60,14 @@ impl Executor {
     /// into the sub-tasks (`status`, `output`, `message`, `reason`).
     pub async fn run(&self, registry: &Registry, plan: &mut TaskPlan, ctx: &TurnContext, sink: &EventSink) {
         let n = plan.sub_tasks.len();
-        let index: HashMap<String, usize> =
-            plan.sub_tasks.iter().enumerate().map(|(i, t)| (t.task_id.clone(), i)).collect();
-        let deps: Vec<Vec<usize>> = plan
-            .sub_tasks
-            .iter()
-            .map(|t| t.dependencies.iter().filter_map(|d| index.get(d).copied()).collect())
-            .collect();
+        let deps = dependency_indices(plan);
         let max_parallel = registry.settings.max_parallel_tasks.max(1) as usize;
         let texts = registry.texts();
         let mut running: JoinSet<Finished> = JoinSet::new();
 
         loop {
             // Start every ready sub-task, up to the parallelism bound.
-            let ready: Vec<usize> = (0..n)
-                .filter(|&i| plan.sub_tasks[i].status == TaskStatus::Pending)
-                .filter(|&i| deps[i].iter().all(|&j| plan.sub_tasks[j].status == TaskStatus::Done))
-                .collect();
-            for i in ready {
+            for i in ready(plan, &deps) {
                 if running.len() >= max_parallel {
                     break;
                 }
@@ -132,10 +122,10 @@ impl Executor {
             }
         }
         // Anything still pending waited on a failed path that was not marked (defensive).
-        for i in 0..n {
-            if matches!(plan.sub_tasks[i].status, TaskStatus::Pending | TaskStatus::Running) {
-                plan.sub_tasks[i].status = TaskStatus::Skipped;
-                plan.sub_tasks[i].reason = Some("not started".into());
+        for task in &mut plan.sub_tasks {
+            if matches!(task.status, TaskStatus::Pending | TaskStatus::Running) {
+                task.status = TaskStatus::Skipped;
+                task.reason = Some("not started".into());
             }
         }
     }
@@ -299,4 +289,21 @@ fn mark_dependents(
         }
     }
     marked
+}
+
+/// Per sub-task, the indices of the sub-tasks it depends on (unknown ids are ignored).
+fn dependency_indices(plan: &TaskPlan) -> Vec<Vec<usize>> {
+    let index: HashMap<&str, usize> = plan.sub_tasks.iter().enumerate().map(|(i, t)| (t.task_id.as_str(), i)).collect();
+    plan.sub_tasks
+        .iter()
+        .map(|t| t.dependencies.iter().filter_map(|d| index.get(d.as_str()).copied()).collect())
+        .collect()
+}
+
+/// The pending sub-tasks whose dependencies are all done, in plan order.
+fn ready(plan: &TaskPlan, deps: &[Vec<usize>]) -> Vec<usize> {
+    (0..plan.sub_tasks.len())
+        .filter(|&i| plan.sub_tasks[i].status == TaskStatus::Pending)
+        .filter(|&i| deps[i].iter().all(|&j| plan.sub_tasks[j].status == TaskStatus::Done))
+        .collect()
 }

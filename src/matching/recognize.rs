@@ -299,181 +299,25 @@ impl Recognizer {
         let mut card_terms: Vec<HashMap<String, (f32, Field)>> = Vec::with_capacity(cards.len());
         let mut example_terms: Vec<Vec<HashMap<String, f32>>> = Vec::with_capacity(cards.len());
         for spec in cards {
-            let mut terms: HashMap<String, (f32, Field)> = HashMap::new();
-            let mut add = |text: &str, field: Field| {
-                for t in analyze_normalized(&Normalized::new(text)) {
-                    let w = field.weight();
-                    let e = terms.entry(t.term).or_insert((w, field));
-                    if w > e.0 {
-                        *e = (w, field);
-                    }
-                }
-            };
-            add(&spec.name, Field::Name);
-            for k in &spec.keywords {
-                add(k, Field::Keyword);
-            }
-            add(&spec.description, Field::Description);
-            for e in &spec.examples {
-                add(e, Field::Example);
-            }
-            let examples: Vec<HashMap<String, f32>> = spec
-                .examples
-                .iter()
-                .map(|e| {
-                    let mut m: HashMap<String, f32> = HashMap::new();
-                    for t in analyze_normalized(&Normalized::new(e)) {
-                        let w = kind_weight(t.kind);
-                        let v = m.entry(t.term).or_insert(0.0);
-                        *v = v.max(w);
-                    }
-                    m
-                })
-                .collect();
-            let domain = spec.domain.as_deref().map(str::trim).filter(|d| !d.is_empty()).map(|d| {
-                match domains.iter().position(|x| x == d) {
-                    Some(i) => i as u32,
-                    None => {
-                        domains.push(d.to_string());
-                        (domains.len() - 1) as u32
-                    }
-                }
+            let domain = domain_index(&mut domains, spec);
+            compiled.push(Card {
+                id: spec.id.to_string(),
+                domain,
+                examples: Vec::new(),
+                slot_words: slot_words(spec),
+                own_text: own_text(spec),
             });
-            let own_text = std::iter::once(spec.name.as_str())
-                .chain(spec.keywords.iter().map(String::as_str))
-                .chain([spec.description.as_str()])
-                .chain(spec.examples.iter().map(String::as_str))
-                .map(|t| Normalized::new(t).text)
-                .collect::<Vec<_>>()
-                .join("\n");
-            let mut slot_words: Vec<String> = Vec::new();
-            for k in &spec.required_semantic_keys {
-                for t in analyze_normalized(&Normalized::new(&k.description)) {
-                    if t.kind == TokKind::Word && t.term.chars().count() >= 2 && !slot_words.contains(&t.term) {
-                        slot_words.push(t.term);
-                    }
-                }
-            }
-            compiled.push(Card { id: spec.id.to_string(), domain, examples: Vec::new(), slot_words, own_text });
-            card_terms.push(terms);
-            example_terms.push(examples);
+            card_terms.push(card_fields_terms(spec));
+            example_terms.push(spec.examples.iter().map(|e| example_query_terms(e)).collect());
         }
-
-        // Normalized IDF over cards: 1.0 for a term of one card, towards 0 for a term of all.
-        let n = cards.len().max(1) as f32;
-        let raw_idf = |df: f32| (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-        let top = raw_idf(1.0);
-        let mut df: HashMap<&str, u32> = HashMap::new();
-        for terms in &card_terms {
-            for t in terms.keys() {
-                *df.entry(t.as_str()).or_default() += 1;
-            }
-        }
-        let idf: HashMap<String, f32> = df.iter().map(|(t, &d)| ((*t).to_string(), raw_idf(d as f32) / top)).collect();
-
-        let mut postings: HashMap<String, Vec<Posting>> = HashMap::new();
-        for (i, terms) in card_terms.iter().enumerate() {
-            for (t, &(weight, field)) in terms {
-                postings.entry(t.clone()).or_default().push(Posting { card: i as u32, weight, field });
-            }
-        }
-        let mut example_postings: HashMap<String, Vec<(u32, u16, f32)>> = HashMap::new();
-        for (i, examples) in example_terms.iter().enumerate() {
-            for (j, terms) in examples.iter().enumerate() {
-                let mut mass = 0.0;
-                for (t, &w) in terms {
-                    let w = w * idf.get(t).copied().unwrap_or(0.0);
-                    mass += w;
-                    example_postings.entry(t.clone()).or_default().push((i as u32, j as u16, w));
-                }
-                compiled[i].examples.push(Example { text: cards[i].examples[j].clone(), mass });
-            }
-        }
-
+        let idf = card_idf(&card_terms);
+        let postings = postings(&card_terms);
+        let example_postings = example_postings(cards, &example_terms, &idf, &mut compiled);
         // Domains: one document per domain (its cards' terms and its name).
         let gate_domains = cards.len() > DOMAIN_GATE && domains.len() > 1;
-        let mut domain_postings: HashMap<String, Vec<(u32, f32)>> = HashMap::new();
-        if gate_domains {
-            let mut dterms: Vec<HashMap<String, f32>> = vec![HashMap::new(); domains.len()];
-            for (i, terms) in card_terms.iter().enumerate() {
-                if let Some(d) = compiled[i].domain {
-                    for (t, &(w, _)) in terms {
-                        let e = dterms[d as usize].entry(t.clone()).or_insert(0.0);
-                        *e = e.max(w);
-                    }
-                }
-            }
-            for (d, name) in domains.iter().enumerate() {
-                for t in analyze_normalized(&Normalized::new(name)) {
-                    dterms[d].insert(t.term, F_NAME);
-                }
-            }
-            let nd = domains.len() as f32;
-            let didf = |df: f32| (1.0 + (nd - df + 0.5) / (df + 0.5)).ln() / (1.0 + (nd - 0.5) / 1.5).ln();
-            let mut ddf: HashMap<&str, u32> = HashMap::new();
-            for terms in &dterms {
-                for t in terms.keys() {
-                    *ddf.entry(t.as_str()).or_default() += 1;
-                }
-            }
-            for (d, terms) in dterms.iter().enumerate() {
-                for (t, &w) in terms {
-                    let x = didf(ddf[t.as_str()] as f32);
-                    domain_postings.entry(t.clone()).or_default().push((d as u32, w * x));
-                }
-            }
-        }
-
-        // Keywords and names: one automaton for the registry.
-        let mut patterns = Vec::new();
-        let mut keyword_meta = Vec::new();
-        let mut keyword_stems = Vec::new();
-        let mut exact_examples: HashMap<String, Vec<u32>> = HashMap::new();
-        for (i, spec) in cards.iter().enumerate() {
-            for term in spec.keywords.iter().chain([&spec.name]) {
-                let lower = Normalized::new(term.trim()).text;
-                if lower.is_empty() {
-                    continue;
-                }
-                let word = lower.is_ascii();
-                if word {
-                    let stems: Vec<String> = words(&lower).into_iter().map(|w| w.stem).collect();
-                    if !stems.is_empty() {
-                        keyword_stems.push((i as u32, stems, term.clone()));
-                    }
-                }
-                patterns.push(lower);
-                keyword_meta.push((i as u32, term.clone(), word));
-            }
-            for e in &spec.examples {
-                let key = normalize(e);
-                if !key.is_empty() {
-                    exact_examples.entry(key).or_default().push(i as u32);
-                }
-            }
-        }
-        let keywords = AhoCorasick::builder().match_kind(MatchKind::Standard).build(&patterns).ok();
-
-        // Entities: one source per distinct rule, owned by the cards using it.
-        let mut entities: Vec<EntitySource> = Vec::new();
-        let mut by_rule: HashMap<String, usize> = HashMap::new();
-        for (i, spec) in cards.iter().enumerate() {
-            for k in &spec.required_semantic_keys {
-                let Some(x) = &k.extract else { continue };
-                let Some(rule_key) = rule_key(x) else { continue };
-                let idx = match by_rule.get(&rule_key) {
-                    Some(&idx) => idx,
-                    None => {
-                        let Some((rule, weight)) = build_rule(x, lists) else { continue };
-                        entities.push(EntitySource { rule, weight, users: Vec::new() });
-                        by_rule.insert(rule_key, entities.len() - 1);
-                        entities.len() - 1
-                    }
-                };
-                entities[idx].users.push((i as u32, k.key.clone()));
-            }
-        }
-
+        let domain_postings =
+            if gate_domains { domain_postings(&card_terms, &compiled, &domains) } else { HashMap::new() };
+        let KeywordIndex { keywords, keyword_meta, keyword_stems, exact_examples } = KeywordIndex::new(cards);
         Self {
             cards: compiled,
             domains,
@@ -486,7 +330,7 @@ impl Recognizer {
             keyword_meta,
             keyword_stems,
             exact_examples,
-            entities,
+            entities: entity_sources(cards, lists),
             generic: super::tokenize::generic_concepts().into_iter().map(|c| format!("#{c}")).collect(),
         }
     }
@@ -643,10 +487,35 @@ impl Recognizer {
         keyword_hits: &[(u32, usize, usize, String)],
         cues: &[Cue],
     ) -> Vec<ClauseScore> {
-        let text = &query[clause.start..clause.end];
+        let at = ClauseAt { query, norm, clause };
         let mut acc: HashMap<u32, Acc> = HashMap::new();
-
         // Entities first: their spans are left out of term matching (words only).
+        let masks = self.entity_evidence(&at, &mut acc);
+        keyword_evidence(clause, keyword_hits, &mut acc);
+        let terms = ClauseTerms::of(tokens, clause, &masks);
+        self.term_evidence(&at, &terms, &mut acc);
+
+        // A topic of the clause no card knows: evidence the clause is about something else.
+        let unknown_topic = terms.terms.iter().any(|(t, (_, _, _, tok))| {
+            tok.kind == TokKind::Concept && !self.idf.contains_key(*t) && !self.generic.contains(*t)
+        });
+
+        // Raw scores, negation, selection.
+        let mut out: Vec<ClauseScore> =
+            acc.into_iter().map(|(card, a)| self.card_score(&at, cues, card, a, unknown_topic)).collect();
+        let best = out.iter().filter(|c| c.negated.is_none()).map(|c| c.raw).fold(0.0, f32::max);
+        for c in &mut out {
+            let conf = confidence(c.raw);
+            c.selected = c.negated.is_none() && (c.keyword || (conf >= SELECT && c.raw >= RIVAL * best));
+        }
+        out
+    }
+
+    /// Entity evidence of the clause for every card owning a matching rule; returns the matched
+    /// spans (query byte offsets).
+    fn entity_evidence(&self, at: &ClauseAt<'_>, acc: &mut HashMap<u32, Acc>) -> Vec<(usize, usize)> {
+        let clause = at.clause;
+        let text = &at.query[clause.start..clause.end];
         let mut masks: Vec<(usize, usize)> = Vec::new();
         let lower = Normalized::new(text);
         for src in &self.entities {
@@ -666,18 +535,357 @@ impl Recognizer {
                 }
             }
         }
+        masks
+    }
 
-        // Keywords.
-        for (card, s, _e, term) in keyword_hits.iter().filter(|h| h.1 >= clause.start && h.1 < clause.end) {
-            let a = acc.entry(*card).or_default();
-            if !a.keyword {
-                a.keyword = true;
-                a.evidence_kw.push(Evidence::Keyword { term: term.clone() });
+    /// Evidence of the clause's terms shared with cards' text and examples (cards outside the
+    /// clause's domains left out; evidence inside a card's slot words discounted).
+    fn term_evidence(&self, at: &ClauseAt<'_>, terms: &ClauseTerms<'_>, acc: &mut HashMap<u32, Acc>) {
+        let weights: HashMap<&str, f32> = terms.terms.iter().map(|(t, v)| (*t, v.0)).collect();
+        let gate = self.domain_gate(&weights);
+        let allowed = |card: u32, acc: &HashMap<u32, Acc>| match &gate {
+            None => true,
+            Some(ok) => {
+                self.cards[card as usize].domain.is_none_or(|d| ok[d as usize])
+                    || acc.get(&card).is_some_and(|a| a.keyword)
             }
-            a.spans.push((*s, W_KEYWORD));
+        };
+        let mut slots = SlotSpans::default();
+        for (term, &(wq, s, e, tok)) in &terms.terms {
+            let Some(idf) = self.idf.get(*term).copied() else { continue };
+            // Several words of the query on one concept ("euros in yuan") weigh more.
+            let hits = terms.concept_hits.get(term).map_or(1, Vec::len);
+            let wq = wq * (1.0 + CONCEPT_REPEAT * (hits.min(3) as f32 - 1.0));
+            if let Some(ps) = self.postings.get(*term) {
+                for p in ps {
+                    if !allowed(p.card, acc) {
+                        continue;
+                    }
+                    let slot = slots.contains(self, at, p.card, s, e);
+                    let c = wq * idf * p.weight * if slot { SLOT_WORD } else { 1.0 };
+                    let a = acc.entry(p.card).or_default();
+                    a.contributions.push((c, s, e));
+                    if tok.kind == TokKind::Concept && !slot && !self.generic.contains(*term) {
+                        a.topical = true;
+                    }
+                    let surface = &at.query[s..e];
+                    let shown =
+                        if tok.kind == TokKind::Concept { format!("{surface}→{term}") } else { surface.to_string() };
+                    a.term_list.push((c, shown, p.field));
+                }
+            }
+            if let Some(ps) = self.example_postings.get(*term) {
+                for &(card, ex, w) in ps {
+                    if !allowed(card, acc) || slots.contains(self, at, card, s, e) {
+                        continue;
+                    }
+                    *acc.entry(card).or_default().examples.entry(ex).or_default() += w;
+                }
+            }
         }
+    }
 
-        // Terms: distinct clause terms with their best query weight and first span.
+    /// One card's score in the clause from its accumulated evidence: raw score, negation and
+    /// the evidence shown.
+    fn card_score(&self, at: &ClauseAt<'_>, cues: &[Cue], card: u32, mut a: Acc, unknown_topic: bool) -> ClauseScore {
+        a.contributions.sort_by(|x, y| y.0.partial_cmp(&x.0).unwrap_or(std::cmp::Ordering::Equal).then(x.1.cmp(&y.1)));
+        let mut counted: Vec<(usize, usize)> = Vec::new();
+        for &(c, s, e) in &a.contributions {
+            let overlaps = counted.iter().any(|&(cs, ce)| s < ce && e > cs);
+            let c = if overlaps { c * OVERLAP } else { c };
+            a.terms += c;
+            a.spans.push((s, c));
+            counted.push((s, e));
+        }
+        if unknown_topic && !a.topical && !a.keyword {
+            a.terms -= OFF_TOPIC;
+        }
+        let info = &self.cards[card as usize];
+        let (best_ex, cov) = a
+            .examples
+            .iter()
+            .map(|(&ex, &m)| (ex, m / info.examples[ex as usize].mass.max(1e-6)))
+            .max_by(|x, y| x.1.partial_cmp(&y.1).unwrap_or(std::cmp::Ordering::Equal))
+            .unwrap_or((0, 0.0));
+        let cov = cov.min(1.0);
+        let raw = (if a.keyword { W_KEYWORD } else { 0.0 } + a.terms + W_EXAMPLE * cov + a.entity).max(0.0);
+        let negated = negation(at, cues, info, &a);
+        let mut evidence = a.evidence_kw.clone();
+        if cov >= 0.3 {
+            evidence.push(Evidence::SimilarExample {
+                example: info.examples[best_ex as usize].text.clone(),
+                similarity: round2(cov),
+            });
+        }
+        evidence.extend(terms_evidence(&a.term_list));
+        evidence.extend(a.evidence_entity.iter().cloned());
+        let first = a.spans.iter().map(|s| s.0).min().unwrap_or(at.clause.start);
+        ClauseScore { card, raw, keyword: a.keyword, negated, evidence, offset: first, selected: false }
+    }
+}
+
+impl Card {
+    fn examples_text_for(&self, query: &str) -> String {
+        let key = normalize(query);
+        self.examples.iter().find(|e| normalize(&e.text) == key).map_or_else(|| query.to_string(), |e| e.text.clone())
+    }
+}
+
+/// A card's terms (name, keywords, description, examples), each with the weight of the best
+/// field it appears in.
+fn card_fields_terms(spec: &CapabilityCardSpec) -> HashMap<String, (f32, Field)> {
+    let mut terms: HashMap<String, (f32, Field)> = HashMap::new();
+    let mut add = |text: &str, field: Field| {
+        for t in analyze_normalized(&Normalized::new(text)) {
+            let w = field.weight();
+            let e = terms.entry(t.term).or_insert((w, field));
+            if w > e.0 {
+                *e = (w, field);
+            }
+        }
+    };
+    add(&spec.name, Field::Name);
+    for k in &spec.keywords {
+        add(k, Field::Keyword);
+    }
+    add(&spec.description, Field::Description);
+    for e in &spec.examples {
+        add(e, Field::Example);
+    }
+    terms
+}
+
+/// An example's terms with their query weight (by token kind).
+fn example_query_terms(example: &str) -> HashMap<String, f32> {
+    let mut m: HashMap<String, f32> = HashMap::new();
+    for t in analyze_normalized(&Normalized::new(example)) {
+        let w = kind_weight(t.kind);
+        let v = m.entry(t.term).or_insert(0.0);
+        *v = v.max(w);
+    }
+    m
+}
+
+/// The index of the card's `domain` in `domains` (added when new); `None` without a domain.
+fn domain_index(domains: &mut Vec<String>, spec: &CapabilityCardSpec) -> Option<u32> {
+    let d = spec.domain.as_deref().map(str::trim).filter(|d| !d.is_empty())?;
+    Some(match domains.iter().position(|x| x == d) {
+        Some(i) => i as u32,
+        None => {
+            domains.push(d.to_string());
+            (domains.len() - 1) as u32
+        }
+    })
+}
+
+/// The card's name, keywords, description and examples, normalized, one a line.
+fn own_text(spec: &CapabilityCardSpec) -> String {
+    std::iter::once(spec.name.as_str())
+        .chain(spec.keywords.iter().map(String::as_str))
+        .chain([spec.description.as_str()])
+        .chain(spec.examples.iter().map(String::as_str))
+        .map(|t| Normalized::new(t).text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The words (two characters or more) of the card's semantic keys' descriptions.
+fn slot_words(spec: &CapabilityCardSpec) -> Vec<String> {
+    let mut slot_words: Vec<String> = Vec::new();
+    for k in &spec.required_semantic_keys {
+        for t in analyze_normalized(&Normalized::new(&k.description)) {
+            if t.kind == TokKind::Word && t.term.chars().count() >= 2 && !slot_words.contains(&t.term) {
+                slot_words.push(t.term);
+            }
+        }
+    }
+    slot_words
+}
+
+/// Normalized IDF over cards: 1.0 for a term of one card, towards 0 for a term of all.
+fn card_idf(card_terms: &[HashMap<String, (f32, Field)>]) -> HashMap<String, f32> {
+    let n = card_terms.len().max(1) as f32;
+    let raw_idf = |df: f32| (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+    let top = raw_idf(1.0);
+    let mut df: HashMap<&str, u32> = HashMap::new();
+    for terms in card_terms {
+        for t in terms.keys() {
+            *df.entry(t.as_str()).or_default() += 1;
+        }
+    }
+    df.iter().map(|(t, &d)| ((*t).to_string(), raw_idf(d as f32) / top)).collect()
+}
+
+/// term -> the cards having it, with its best field.
+fn postings(card_terms: &[HashMap<String, (f32, Field)>]) -> HashMap<String, Vec<Posting>> {
+    let mut postings: HashMap<String, Vec<Posting>> = HashMap::new();
+    for (i, terms) in card_terms.iter().enumerate() {
+        for (t, &(weight, field)) in terms {
+            postings.entry(t.clone()).or_default().push(Posting { card: i as u32, weight, field });
+        }
+    }
+    postings
+}
+
+/// term -> (card, example, IDF-weighted term weight); fills each compiled card's examples with
+/// their total weight (`mass`).
+fn example_postings(
+    cards: &[CardInput<'_>],
+    example_terms: &[Vec<HashMap<String, f32>>],
+    idf: &HashMap<String, f32>,
+    compiled: &mut [Card],
+) -> HashMap<String, Vec<(u32, u16, f32)>> {
+    let mut example_postings: HashMap<String, Vec<(u32, u16, f32)>> = HashMap::new();
+    for (i, examples) in example_terms.iter().enumerate() {
+        for (j, terms) in examples.iter().enumerate() {
+            let mut mass = 0.0;
+            for (t, &w) in terms {
+                let w = w * idf.get(t).copied().unwrap_or(0.0);
+                mass += w;
+                example_postings.entry(t.clone()).or_default().push((i as u32, j as u16, w));
+            }
+            compiled[i].examples.push(Example { text: cards[i].examples[j].clone(), mass });
+        }
+    }
+    example_postings
+}
+
+/// Domain scoring: term -> (domain, weight × domain IDF), one document per domain (its cards'
+/// terms and its name).
+fn domain_postings(
+    card_terms: &[HashMap<String, (f32, Field)>],
+    compiled: &[Card],
+    domains: &[String],
+) -> HashMap<String, Vec<(u32, f32)>> {
+    let mut dterms: Vec<HashMap<String, f32>> = vec![HashMap::new(); domains.len()];
+    for (i, terms) in card_terms.iter().enumerate() {
+        if let Some(d) = compiled[i].domain {
+            for (t, &(w, _)) in terms {
+                let e = dterms[d as usize].entry(t.clone()).or_insert(0.0);
+                *e = e.max(w);
+            }
+        }
+    }
+    for (d, name) in domains.iter().enumerate() {
+        for t in analyze_normalized(&Normalized::new(name)) {
+            dterms[d].insert(t.term, F_NAME);
+        }
+    }
+    let nd = domains.len() as f32;
+    let didf = |df: f32| (1.0 + (nd - df + 0.5) / (df + 0.5)).ln() / (1.0 + (nd - 0.5) / 1.5).ln();
+    let mut ddf: HashMap<&str, u32> = HashMap::new();
+    for terms in &dterms {
+        for t in terms.keys() {
+            *ddf.entry(t.as_str()).or_default() += 1;
+        }
+    }
+    let mut domain_postings: HashMap<String, Vec<(u32, f32)>> = HashMap::new();
+    for (d, terms) in dterms.iter().enumerate() {
+        for (t, &w) in terms {
+            let x = didf(ddf[t.as_str()] as f32);
+            domain_postings.entry(t.clone()).or_default().push((d as u32, w * x));
+        }
+    }
+    domain_postings
+}
+
+/// Keywords and names of every card: one automaton for the registry, Latin keywords as stem
+/// sequences, and the examples for exact matches.
+struct KeywordIndex {
+    keywords: Option<AhoCorasick>,
+    keyword_meta: Vec<(u32, String, bool)>,
+    keyword_stems: Vec<(u32, Vec<String>, String)>,
+    exact_examples: HashMap<String, Vec<u32>>,
+}
+
+impl KeywordIndex {
+    fn new(cards: &[CardInput<'_>]) -> Self {
+        let mut patterns = Vec::new();
+        let mut keyword_meta = Vec::new();
+        let mut keyword_stems = Vec::new();
+        let mut exact_examples: HashMap<String, Vec<u32>> = HashMap::new();
+        for (i, spec) in cards.iter().enumerate() {
+            for term in spec.keywords.iter().chain([&spec.name]) {
+                let lower = Normalized::new(term.trim()).text;
+                if lower.is_empty() {
+                    continue;
+                }
+                let word = lower.is_ascii();
+                if word {
+                    let stems: Vec<String> = words(&lower).into_iter().map(|w| w.stem).collect();
+                    if !stems.is_empty() {
+                        keyword_stems.push((i as u32, stems, term.clone()));
+                    }
+                }
+                patterns.push(lower);
+                keyword_meta.push((i as u32, term.clone(), word));
+            }
+            for e in &spec.examples {
+                let key = normalize(e);
+                if !key.is_empty() {
+                    exact_examples.entry(key).or_default().push(i as u32);
+                }
+            }
+        }
+        let keywords = AhoCorasick::builder().match_kind(MatchKind::Standard).build(&patterns).ok();
+        Self { keywords, keyword_meta, keyword_stems, exact_examples }
+    }
+}
+
+/// Entities: one source per distinct rule, owned by the cards using it.
+fn entity_sources(cards: &[CardInput<'_>], lists: &BTreeMap<String, Vec<String>>) -> Vec<EntitySource> {
+    let mut entities: Vec<EntitySource> = Vec::new();
+    let mut by_rule: HashMap<String, usize> = HashMap::new();
+    for (i, spec) in cards.iter().enumerate() {
+        for k in &spec.required_semantic_keys {
+            let Some(x) = &k.extract else { continue };
+            let Some(rule_key) = rule_key(x) else { continue };
+            let idx = match by_rule.get(&rule_key) {
+                Some(&idx) => idx,
+                None => {
+                    let Some((rule, weight)) = build_rule(x, lists) else { continue };
+                    entities.push(EntitySource { rule, weight, users: Vec::new() });
+                    by_rule.insert(rule_key, entities.len() - 1);
+                    entities.len() - 1
+                }
+            };
+            entities[idx].users.push((i as u32, k.key.clone()));
+        }
+    }
+    entities
+}
+
+/// The clause being scored, with the query it is part of.
+struct ClauseAt<'a> {
+    query: &'a str,
+    norm: &'a Normalized,
+    clause: Clause,
+}
+
+/// Keyword evidence: the keyword hits starting in the clause.
+fn keyword_evidence(clause: Clause, keyword_hits: &[(u32, usize, usize, String)], acc: &mut HashMap<u32, Acc>) {
+    for (card, s, _e, term) in keyword_hits.iter().filter(|h| h.1 >= clause.start && h.1 < clause.end) {
+        let a = acc.entry(*card).or_default();
+        if !a.keyword {
+            a.keyword = true;
+            a.evidence_kw.push(Evidence::Keyword { term: term.clone() });
+        }
+        a.spans.push((*s, W_KEYWORD));
+    }
+}
+
+/// The distinct terms of a clause.
+struct ClauseTerms<'t> {
+    /// term -> (best query weight, first span, token).
+    terms: HashMap<&'t str, (f32, usize, usize, &'t Token)>,
+    /// concept -> the distinct spans it was found at.
+    concept_hits: HashMap<&'t str, Vec<(usize, usize)>>,
+}
+
+impl<'t> ClauseTerms<'t> {
+    /// The terms of the tokens starting in `clause`; words and bigrams inside `masks` (entity
+    /// values) are left out.
+    fn of(tokens: &'t [Token], clause: Clause, masks: &[(usize, usize)]) -> Self {
         let mut terms: HashMap<&str, (f32, usize, usize, &Token)> = HashMap::new();
         let mut concept_hits: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
         for t in tokens.iter().filter(|t| t.start >= clause.start && t.start < clause.end) {
@@ -700,145 +908,69 @@ impl Recognizer {
                 e.0 = w;
             }
         }
-        let weights: HashMap<&str, f32> = terms.iter().map(|(t, v)| (*t, v.0)).collect();
-        let gate = self.domain_gate(&weights);
-        let allowed = |card: u32, acc: &HashMap<u32, Acc>| match &gate {
-            None => true,
-            Some(ok) => {
-                self.cards[card as usize].domain.is_none_or(|d| ok[d as usize])
-                    || acc.get(&card).is_some_and(|a| a.keyword)
-            }
-        };
-        let clause_norm = &norm.text[..];
-        let mut slot_spans: HashMap<u32, Vec<(usize, usize)>> = HashMap::new();
-        let mut in_slot = |card: u32, s: usize, e: usize| -> bool {
-            let spans = slot_spans.entry(card).or_insert_with(|| {
-                let mut v = Vec::new();
-                for w in &self.cards[card as usize].slot_words {
-                    for (i, _) in clause_norm.match_indices(w.as_str()) {
-                        let (a, b) = (norm.orig(i), norm.orig(i + w.len()));
-                        if a >= clause.start && b <= clause.end {
-                            v.push((a, b));
-                        }
-                    }
-                }
-                v
-            });
-            spans.iter().any(|&(a, b)| s >= a && e <= b)
-        };
-        for (term, &(wq, s, e, tok)) in &terms {
-            let Some(idf) = self.idf.get(*term).copied() else { continue };
-            // Several words of the query on one concept ("euros in yuan") weigh more.
-            let hits = concept_hits.get(term).map_or(1, Vec::len);
-            let wq = wq * (1.0 + CONCEPT_REPEAT * (hits.min(3) as f32 - 1.0));
-            if let Some(ps) = self.postings.get(*term) {
-                for p in ps {
-                    if !allowed(p.card, &acc) {
-                        continue;
-                    }
-                    let slot = in_slot(p.card, s, e);
-                    let c = wq * idf * p.weight * if slot { SLOT_WORD } else { 1.0 };
-                    let a = acc.entry(p.card).or_default();
-                    a.contributions.push((c, s, e));
-                    if tok.kind == TokKind::Concept && !slot && !self.generic.contains(*term) {
-                        a.topical = true;
-                    }
-                    let surface = &query[s..e];
-                    let shown =
-                        if tok.kind == TokKind::Concept { format!("{surface}→{term}") } else { surface.to_string() };
-                    a.term_list.push((c, shown, p.field));
-                }
-            }
-            if let Some(ps) = self.example_postings.get(*term) {
-                for &(card, ex, w) in ps {
-                    if !allowed(card, &acc) || in_slot(card, s, e) {
-                        continue;
-                    }
-                    *acc.entry(card).or_default().examples.entry(ex).or_default() += w;
-                }
-            }
-        }
-
-        // A topic of the clause no card knows: evidence the clause is about something else.
-        let unknown_topic = terms.iter().any(|(t, (_, _, _, tok))| {
-            tok.kind == TokKind::Concept && !self.idf.contains_key(*t) && !self.generic.contains(*t)
-        });
-
-        // Raw scores, negation, selection.
-        let mut out: Vec<ClauseScore> = Vec::with_capacity(acc.len());
-        for (card, mut a) in acc {
-            a.contributions
-                .sort_by(|x, y| y.0.partial_cmp(&x.0).unwrap_or(std::cmp::Ordering::Equal).then(x.1.cmp(&y.1)));
-            let mut counted: Vec<(usize, usize)> = Vec::new();
-            for &(c, s, e) in &a.contributions {
-                let overlaps = counted.iter().any(|&(cs, ce)| s < ce && e > cs);
-                let c = if overlaps { c * OVERLAP } else { c };
-                a.terms += c;
-                a.spans.push((s, c));
-                counted.push((s, e));
-            }
-            if unknown_topic && !a.topical && !a.keyword {
-                a.terms -= OFF_TOPIC;
-            }
-            let info = &self.cards[card as usize];
-            let (best_ex, cov) = a
-                .examples
-                .iter()
-                .map(|(&ex, &m)| (ex, m / info.examples[ex as usize].mass.max(1e-6)))
-                .max_by(|x, y| x.1.partial_cmp(&y.1).unwrap_or(std::cmp::Ordering::Equal))
-                .unwrap_or((0, 0.0));
-            let cov = cov.min(1.0);
-            let raw = (if a.keyword { W_KEYWORD } else { 0.0 } + a.terms + W_EXAMPLE * cov + a.entity).max(0.0);
-            // Negation: the share of the card's evidence inside a cue's scope.
-            let mut negated = None;
-            let total: f32 = a.spans.iter().map(|s| s.1).sum();
-            for cue in cues.iter().filter(|c| (clause.start..clause.end).contains(&norm.orig(c.start))) {
-                if info.own_text.contains(cue.text.as_str()) {
-                    continue;
-                }
-                let (s, e) = (norm.orig(cue.scope.0), norm.orig(cue.scope.1).min(clause.end));
-                let inside: f32 = a.spans.iter().filter(|(p, _)| *p >= s && *p < e).map(|x| x.1).sum();
-                if total > 0.0 && inside > 0.5 * total {
-                    negated = Some(cue.text.clone());
-                }
-            }
-            let mut evidence = a.evidence_kw.clone();
-            if cov >= 0.3 {
-                evidence.push(Evidence::SimilarExample {
-                    example: info.examples[best_ex as usize].text.clone(),
-                    similarity: round2(cov),
-                });
-            }
-            if !a.term_list.is_empty() {
-                let mut list = a.term_list.clone();
-                list.sort_by(|x, y| y.0.partial_cmp(&x.0).unwrap_or(std::cmp::Ordering::Equal));
-                let field = list[0].2;
-                let mut shown: Vec<String> = Vec::new();
-                for (_, t, _) in list {
-                    if !shown.contains(&t) && shown.len() < 6 {
-                        shown.push(t);
-                    }
-                }
-                evidence.push(Evidence::Terms { field, terms: shown });
-            }
-            evidence.extend(a.evidence_entity.iter().cloned());
-            let first = a.spans.iter().map(|s| s.0).min().unwrap_or(clause.start);
-            out.push(ClauseScore { card, raw, keyword: a.keyword, negated, evidence, offset: first, selected: false });
-        }
-        let best = out.iter().filter(|c| c.negated.is_none()).map(|c| c.raw).fold(0.0, f32::max);
-        for c in &mut out {
-            let conf = confidence(c.raw);
-            c.selected = c.negated.is_none() && (c.keyword || (conf >= SELECT && c.raw >= RIVAL * best));
-        }
-        out
+        Self { terms, concept_hits }
     }
 }
 
-impl Card {
-    fn examples_text_for(&self, query: &str) -> String {
-        let key = normalize(query);
-        self.examples.iter().find(|e| normalize(&e.text) == key).map_or_else(|| query.to_string(), |e| e.text.clone())
+/// Per card, the spans of its slot words in the clause (query byte offsets), found on first use.
+#[derive(Default)]
+struct SlotSpans(HashMap<u32, Vec<(usize, usize)>>);
+
+impl SlotSpans {
+    /// Whether `s..e` lies inside one of `card`'s slot words in the clause.
+    fn contains(&mut self, r: &Recognizer, at: &ClauseAt<'_>, card: u32, s: usize, e: usize) -> bool {
+        let (norm, clause) = (at.norm, at.clause);
+        let spans = self.0.entry(card).or_insert_with(|| {
+            let mut v = Vec::new();
+            for w in &r.cards[card as usize].slot_words {
+                for (i, _) in norm.text.match_indices(w.as_str()) {
+                    let (a, b) = (norm.orig(i), norm.orig(i + w.len()));
+                    if a >= clause.start && b <= clause.end {
+                        v.push((a, b));
+                    }
+                }
+            }
+            v
+        });
+        spans.iter().any(|&(a, b)| s >= a && e <= b)
     }
+}
+
+/// The cue (of the clause, not one of the card's own words) governing more than half of the
+/// card's evidence, if any (the last such cue).
+fn negation(at: &ClauseAt<'_>, cues: &[Cue], info: &Card, a: &Acc) -> Option<String> {
+    let (norm, clause) = (at.norm, at.clause);
+    let mut negated = None;
+    let total: f32 = a.spans.iter().map(|s| s.1).sum();
+    for cue in cues.iter().filter(|c| (clause.start..clause.end).contains(&norm.orig(c.start))) {
+        if info.own_text.contains(cue.text.as_str()) {
+            continue;
+        }
+        let (s, e) = (norm.orig(cue.scope.0), norm.orig(cue.scope.1).min(clause.end));
+        let inside: f32 = a.spans.iter().filter(|(p, _)| *p >= s && *p < e).map(|x| x.1).sum();
+        if total > 0.0 && inside > 0.5 * total {
+            negated = Some(cue.text.clone());
+        }
+    }
+    negated
+}
+
+/// The shared-terms evidence: the field of the strongest term and up to six distinct terms,
+/// strongest first.
+fn terms_evidence(term_list: &[(f32, String, Field)]) -> Option<Evidence> {
+    if term_list.is_empty() {
+        return None;
+    }
+    let mut list = term_list.to_vec();
+    list.sort_by(|x, y| y.0.partial_cmp(&x.0).unwrap_or(std::cmp::Ordering::Equal));
+    let field = list[0].2;
+    let mut shown: Vec<String> = Vec::new();
+    for (_, t, _) in list {
+        if !shown.contains(&t) && shown.len() < 6 {
+            shown.push(t);
+        }
+    }
+    Some(Evidence::Terms { field, terms: shown })
 }
 
 /// Identity of an extract rule (cards sharing it share the evidence); `None` for rules that are

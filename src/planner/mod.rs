@@ -181,13 +181,10 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
     let hits = recognition.hits();
     let simple = intent::simple_intent(&lower);
     let cancel = intent::is_cancel(&lower);
-    let mut result = intent_result(&recognition, simple, &input);
+    let result = intent_result(&recognition, simple, &input);
     let src =
         KeySources { text: input.query, slots: input.slots, session_slots: input.session_slots, today: input.today };
-    let decide = |mut result: IntentResult, reason: &str, decision: Decision| {
-        result.reason = reason.to_string();
-        TurnDecision { intent: result, decision }
-    };
+    let decide = decided;
 
     match simple {
         Some(SimpleIntent::Sensitive) => {
@@ -239,34 +236,58 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
         return decide(result, &reason, Decision::Plan { plan, found, mode: PlanMode::Fresh });
     }
 
-    if let Some(prev) = input.previous.filter(|_| simple.is_none()) {
-        if let Some((rewritten, candidates)) = elliptical(registry, prev, input.query, src) {
-            result.agents = candidates.iter().map(|c| c.agent.spec.id.to_string()).collect();
-            result.rewritten_query = rewritten;
-            let reasoning = "rule planner: elliptical follow-up of the previous intent".to_string();
-            let (plan, found) = plan::build(registry.texts(), candidates, src, input.plan_id, lang, reasoning);
-            return decide(
-                result,
-                "new values for the previous intent",
-                Decision::Plan { plan, found, mode: PlanMode::Elliptical },
-            );
-        }
-    }
-
     if simple.is_none() {
-        if let Some(question) = choice::question(&recognition, input.query) {
-            let reason = format!("did you mean: {}", question.candidates.join(", "));
-            return decide(result, &reason, Decision::Choose(question));
+        if let Some(decided) = elliptical_follow_up(registry, &input, src, result.clone()) {
+            return decided;
         }
     }
+    unplanned(&recognition, input.query, simple, result)
+}
 
+/// `result` with its reason, and the decision.
+fn decided(mut result: IntentResult, reason: &str, decision: Decision) -> TurnDecision {
+    result.reason = reason.to_string();
+    TurnDecision { intent: result, decision }
+}
+
+/// A turn that only brings new values for the previous intent's keys re-runs that intent
+/// (ellipsis); `None` when there is no previous intent or the turn brings none of its keys.
+fn elliptical_follow_up(
+    registry: &Registry,
+    input: &TurnInput<'_>,
+    src: KeySources<'_>,
+    mut result: IntentResult,
+) -> Option<TurnDecision> {
+    let (rewritten, candidates) = elliptical(registry, input.previous?, input.query, src)?;
+    result.agents = candidates.iter().map(|c| c.agent.spec.id.to_string()).collect();
+    result.rewritten_query = rewritten;
+    let reasoning = "rule planner: elliptical follow-up of the previous intent".to_string();
+    let (plan, found) = plan::build(registry.texts(), candidates, src, input.plan_id, input.lang, reasoning);
+    let decision = Decision::Plan { plan, found, mode: PlanMode::Elliptical };
+    Some(decided(result, "new values for the previous intent", decision))
+}
+
+/// A turn nothing is planned for: a did-you-mean question when plausible cards compete (and the
+/// turn is no simple intent), else the simple intent answered directly (or out of scope).
+fn unplanned(
+    recognition: &crate::matching::Recognition,
+    query: &str,
+    simple: Option<SimpleIntent>,
+    mut result: IntentResult,
+) -> TurnDecision {
+    if simple.is_none() {
+        if let Some(question) = choice::question(recognition, query) {
+            let reason = format!("did you mean: {}", question.candidates.join(", "));
+            return decided(result, &reason, Decision::Choose(question));
+        }
+    }
     let simple = simple.unwrap_or(SimpleIntent::OutOfScope);
     result.simple = Some(simple);
     let reason = match simple {
         SimpleIntent::OutOfScope => "no capability card matches".to_string(),
         other => format!("simple intent {other:?}"),
     };
-    decide(result, &reason, Decision::Direct(simple))
+    decided(result, &reason, Decision::Direct(simple))
 }
 
 /// What [`answer_choice`] reads of the turn.

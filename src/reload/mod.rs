@@ -74,30 +74,36 @@ impl Reloader {
 /// [`ReloadError`] when the file watcher cannot be created.
 pub fn spawn(handle: Arc<RegistryHandle>, path: PathBuf, watch_files: bool) -> Result<Reloader, ReloadError> {
     let path = std::path::absolute(&path).unwrap_or(path);
-    let (tx, mut rx) = mpsc::unbounded_channel::<ReloadRequest>();
-    let (fs_tx, mut fs_rx) = mpsc::unbounded_channel::<Vec<PathBuf>>();
-    let mut debouncer = if watch_files {
-        Some(new_debouncer(DEBOUNCE, move |res: DebounceEventResult| match res {
-            Ok(events) => {
-                let _ = fs_tx.send(events.into_iter().map(|e| e.path).collect());
-            }
-            Err(e) => tracing::warn!(error = %e, "config watcher error"),
-        })?)
-    } else {
-        None
-    };
-
-    let mut watched: BTreeSet<PathBuf> = BTreeSet::new();
-    if let Some(d) = debouncer.as_mut() {
-        rewatch(d.watcher(), &mut watched, &watch_dirs(&path, &handle.load().sources));
-    }
-
+    let (tx, rx) = mpsc::unbounded_channel::<ReloadRequest>();
+    let (fs_tx, fs_rx) = mpsc::unbounded_channel::<Vec<PathBuf>>();
+    let debouncer = if watch_files { Some(file_watcher(fs_tx)?) } else { None };
     // Registered before returning, so a SIGHUP sent right after start is not the default action
     // (terminate).
     #[cfg(unix)]
+    forward_sighup(tx.clone());
+    let reloader = Reloader { tx, watching: watch_files };
+    let state = ReloadLoop::new(handle, path, debouncer);
+    tokio::spawn(state.run(rx, fs_rx));
+    Ok(reloader)
+}
+
+/// The debounced OS file watcher; each burst of events is sent to `fs_tx` as the changed paths.
+fn file_watcher(fs_tx: mpsc::UnboundedSender<Vec<PathBuf>>) -> Result<FileWatcher, ReloadError> {
+    Ok(new_debouncer(DEBOUNCE, move |res: DebounceEventResult| match res {
+        Ok(events) => {
+            let _ = fs_tx.send(events.into_iter().map(|e| e.path).collect());
+        }
+        Err(e) => tracing::warn!(error = %e, "config watcher error"),
+    })?)
+}
+
+type FileWatcher = notify_debouncer_mini::Debouncer<notify_debouncer_mini::notify::RecommendedWatcher>;
+
+/// Sends a reload request to `tx` on every `SIGHUP`.
+#[cfg(unix)]
+fn forward_sighup(tx: mpsc::UnboundedSender<ReloadRequest>) {
     match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
         Ok(mut hup) => {
-            let tx = tx.clone();
             tokio::spawn(async move {
                 while hup.recv().await.is_some() {
                     if tx.send(ReloadRequest { cause: "sighup", reply: None }).is_err() {
@@ -108,71 +114,109 @@ pub fn spawn(handle: Arc<RegistryHandle>, path: PathBuf, watch_files: bool) -> R
         }
         Err(e) => tracing::warn!(error = %e, "cannot listen for SIGHUP"),
     }
+}
 
-    let reloader = Reloader { tx, watching: watch_files };
-    // What the last attempt read or tried to read, and how those files (and the watched
-    // directories) looked when it started: a file event that changed none of them is not a reason
-    // to reload (reading the files is itself a file event). Taken now, before any edit can come.
-    let mut touched: Vec<PathBuf> = handle.load().sources.clone();
-    let mut last_stamp = stamp(&path, &touched, &watched);
-    tokio::spawn(async move {
-        let mut last_failed = false;
-        let mut last_rejection: Option<Vec<u8>> = None;
+/// The state of the reload loop (the only writer of the registry handle).
+struct ReloadLoop {
+    handle: Arc<RegistryHandle>,
+    /// The config file, absolute.
+    path: PathBuf,
+    debouncer: Option<FileWatcher>,
+    /// The directories watched now.
+    watched: BTreeSet<PathBuf>,
+    /// What the last attempt read or tried to read.
+    touched: Vec<PathBuf>,
+    /// How those files (and the watched directories) looked when it started: a file event that
+    /// changed none of them is not a reason to reload (reading the files is itself a file event).
+    last_stamp: BTreeMap<PathBuf, Option<FileStamp>>,
+    last_failed: bool,
+    /// [`rejection_key`] of the last rejected attempt.
+    last_rejection: Option<Vec<u8>>,
+}
+
+impl ReloadLoop {
+    /// Watches the serving snapshot's directories and stamps its files now, before any edit can
+    /// come.
+    fn new(handle: Arc<RegistryHandle>, path: PathBuf, mut debouncer: Option<FileWatcher>) -> Self {
+        let mut watched: BTreeSet<PathBuf> = BTreeSet::new();
+        if let Some(d) = debouncer.as_mut() {
+            rewatch(d.watcher(), &mut watched, &watch_dirs(&path, &handle.load().sources));
+        }
+        let touched: Vec<PathBuf> = handle.load().sources.clone();
+        let last_stamp = stamp(&path, &touched, &watched);
+        Self { handle, path, debouncer, watched, touched, last_stamp, last_failed: false, last_rejection: None }
+    }
+
+    /// Serves reload requests and file events until both channels close.
+    async fn run(
+        mut self,
+        mut rx: mpsc::UnboundedReceiver<ReloadRequest>,
+        mut fs_rx: mpsc::UnboundedReceiver<Vec<PathBuf>>,
+    ) {
         loop {
             let req = tokio::select! {
                 Some(req) = rx.recv() => req,
                 Some(paths) = fs_rx.recv() => {
-                    let sources = handle.load().sources.clone();
-                    // After a failure any change may be the fix (a schema file added later).
-                    if !last_failed && !paths.iter().any(|p| relevant(p, &sources)) {
-                        continue;
-                    }
-                    if stamp(&path, &touched, &watched) == last_stamp {
+                    if !self.files_changed(&paths) {
                         continue;
                     }
                     ReloadRequest { cause: "file", reply: None }
                 }
                 else => break,
             };
-            let before = stamp(&path, &touched, &watched);
-            let (result, now_touched) = snapshot::load_snapshot_traced(&path).await;
-            // Files the new content names that the last attempt did not read: stamped as they are
-            // now.
-            let mut after = stamp(&path, &now_touched, &watched);
-            after.extend(before);
-            last_stamp = after;
-            touched = now_touched;
-            // The same errors on the same config text as the last rejection: not another failed
-            // reload (not counted, not logged again; `GET /v1/config` still shows it).
-            let rejection = result.as_ref().err().map(|e| rejection_key(&path, e));
-            if rejection.is_some() && rejection == last_rejection {
-                handle.note_repeated_rejection();
-                tracing::debug!(cause = req.cause, "config still invalid, unchanged");
-                if let Some(reply) = req.reply {
-                    let version = handle.load().version;
-                    let errors = handle.status().last_error.unwrap_or_default();
-                    let _ = reply.send(ReloadOutcome::Rejected { version, errors });
-                }
-                continue;
-            }
-            last_rejection = rejection;
-            let outcome = handle.apply_checked(result, &routing_gate);
-            last_failed = matches!(outcome, ReloadOutcome::Rejected { .. });
-            match &outcome {
-                ReloadOutcome::Swapped { version, .. } => crate::metrics::reload("ok", *version),
-                ReloadOutcome::Rejected { version, .. } => crate::metrics::reload("failed", *version),
-                ReloadOutcome::Unchanged { .. } => {}
-            }
-            log_outcome(req.cause, &outcome);
-            if let (ReloadOutcome::Swapped { .. }, Some(d)) = (&outcome, debouncer.as_mut()) {
-                rewatch(d.watcher(), &mut watched, &watch_dirs(&path, &handle.load().sources));
-            }
-            if let Some(reply) = req.reply {
-                let _ = reply.send(outcome);
-            }
+            self.reload(req).await;
         }
-    });
-    Ok(reloader)
+    }
+
+    /// Whether a burst of file events at `paths` is a reason to reload.
+    fn files_changed(&self, paths: &[PathBuf]) -> bool {
+        let sources = self.handle.load().sources.clone();
+        // After a failure any change may be the fix (a schema file added later).
+        if !self.last_failed && !paths.iter().any(|p| relevant(p, &sources)) {
+            return false;
+        }
+        stamp(&self.path, &self.touched, &self.watched) != self.last_stamp
+    }
+
+    /// One reload attempt: re-read, validate, swap if valid and different, answer `req.reply`.
+    async fn reload(&mut self, req: ReloadRequest) {
+        let before = stamp(&self.path, &self.touched, &self.watched);
+        let (result, now_touched) = snapshot::load_snapshot_traced(&self.path).await;
+        // Files the new content names that the last attempt did not read: stamped as they are
+        // now.
+        let mut after = stamp(&self.path, &now_touched, &self.watched);
+        after.extend(before);
+        self.last_stamp = after;
+        self.touched = now_touched;
+        // The same errors on the same config text as the last rejection: not another failed
+        // reload (not counted, not logged again; `GET /v1/config` still shows it).
+        let rejection = result.as_ref().err().map(|e| rejection_key(&self.path, e));
+        if rejection.is_some() && rejection == self.last_rejection {
+            self.handle.note_repeated_rejection();
+            tracing::debug!(cause = req.cause, "config still invalid, unchanged");
+            if let Some(reply) = req.reply {
+                let version = self.handle.load().version;
+                let errors = self.handle.status().last_error.unwrap_or_default();
+                let _ = reply.send(ReloadOutcome::Rejected { version, errors });
+            }
+            return;
+        }
+        self.last_rejection = rejection;
+        let outcome = self.handle.apply_checked(result, &routing_gate);
+        self.last_failed = matches!(outcome, ReloadOutcome::Rejected { .. });
+        match &outcome {
+            ReloadOutcome::Swapped { version, .. } => crate::metrics::reload("ok", *version),
+            ReloadOutcome::Rejected { version, .. } => crate::metrics::reload("failed", *version),
+            ReloadOutcome::Unchanged { .. } => {}
+        }
+        log_outcome(req.cause, &outcome);
+        if let (ReloadOutcome::Swapped { .. }, Some(d)) = (&outcome, self.debouncer.as_mut()) {
+            rewatch(d.watcher(), &mut self.watched, &watch_dirs(&self.path, &self.handle.load().sources));
+        }
+        if let Some(reply) = req.reply {
+            let _ = reply.send(outcome);
+        }
+    }
 }
 
 /// The routing tests of a new snapshot, when its `supervisor.reload_requires_routing_tests` is on.

@@ -272,17 +272,7 @@ async fn dispatch_rpc(
     client: super::limits::ClientAddr,
 ) -> Response {
     match method {
-        "SendMessage" => match start(state, params, user, client) {
-            Ok((started, updates)) if !started.return_immediately => {
-                // Wait for the end: the updates stop when the task is terminal or interrupted.
-                let mut updates = updates;
-                while updates.recv().await.is_some() {}
-                let task = state.a2a_tasks.get(&started.task.id, user).unwrap_or(started.task);
-                success(id, json!({ "task": with_history(task, started.history_length) }))
-            }
-            Ok((started, _)) => success(id, json!({ "task": with_history(started.task, started.history_length) })),
-            Err(refused) => refused.into_response(id),
-        },
+        "SendMessage" => send_message(state, id, params, user, client).await,
         "SendStreamingMessage" => match start(state, params, user, client) {
             Ok((started, updates)) => {
                 stream(id, with_history(started.task, started.history_length), updates).into_response()
@@ -290,59 +280,13 @@ async fn dispatch_rpc(
             Err(Refused::Rpc(code, msg)) => stream_error(headers, id, code, msg),
             Err(refused) => refused.into_response(id),
         },
-        "SubscribeToTask" => {
-            let Some(task_id) = params["id"].as_str().filter(|t| !t.is_empty()) else {
-                return stream_error(headers, id, -32602, "invalid params: `id` (the task id) is required");
-            };
-            match state.a2a_tasks.subscribe(task_id, user) {
-                Ok((task, updates)) => stream(id, task, updates).into_response(),
-                Err(SubscribeError::NotFound) => stream_error(headers, id, -32001, "task not found"),
-                Err(SubscribeError::Terminal) => stream_error(
-                    headers,
-                    id,
-                    -32004,
-                    format!("task {task_id} is in a terminal state: there is nothing to subscribe to"),
-                ),
-            }
-        }
-        "GetTask" => {
-            let req: GetTaskRequest = match serde_json::from_value(params) {
-                Ok(r) => r,
-                Err(e) => return rpc_error(id, -32602, format!("invalid params: {e}")),
-            };
-            if let Err(msg) = check_history_length(req.history_length) {
-                return rpc_error(id, -32602, msg);
-            }
-            match state.a2a_tasks.get(&req.id, user) {
-                Some(task) => success(id, json!(with_history(task, req.history_length))),
-                None => rpc_error(id, -32001, "task not found"),
-            }
-        }
+        "SubscribeToTask" => subscribe_to_task(state, headers, id, &params, user),
+        "GetTask" => get_task(state, id, params, user),
         "ListTasks" => match list(state, params, user) {
             Ok(result) => success(id, result),
             Err(msg) => rpc_error(id, -32602, msg),
         },
-        "CancelTask" => {
-            let req: CancelTaskRequest = match serde_json::from_value(params) {
-                Ok(r) => r,
-                Err(e) => return rpc_error(id, -32602, format!("invalid params: {e}")),
-            };
-            let task_id = req.id.as_str();
-            // A clarification the task waits on is dropped first: if that fails, nothing changed.
-            if let Some(task) = state.a2a_tasks.get(task_id, user) {
-                if task.status.state == TaskState::InputRequired {
-                    if let Err(e) = state.supervisor.cancel_pending(user, &task.context_id).await {
-                        return rpc_error(id, -32603, format!("session store: {e}"));
-                    }
-                }
-            }
-            let status = TaskStatus { state: TaskState::Canceled, message: None, timestamp: Some(chrono::Utc::now()) };
-            match state.a2a_tasks.cancel(task_id, user, status) {
-                Ok((task, _)) => success(id, json!(task)),
-                Err(CancelError::NotFound) => rpc_error(id, -32001, "task not found"),
-                Err(CancelError::NotCancelable) => rpc_error(id, -32002, "task cannot be canceled"),
-            }
-        }
+        "CancelTask" => cancel_task(state, id, params, user).await,
         "CreateTaskPushNotificationConfig"
         | "GetTaskPushNotificationConfig"
         | "ListTaskPushNotificationConfigs"
@@ -352,6 +296,81 @@ async fn dispatch_rpc(
             rpc_error(id, -32004, "this agent has no extended agent card (capabilities.extendedAgentCard is not set)")
         }
         other => rpc_error(id, -32601, format!("method not found: {other}")),
+    }
+}
+
+/// `SendMessage`: starts (or continues) the task; waits for its end unless `returnImmediately`.
+async fn send_message(
+    state: &AppState,
+    id: JsonRpcId,
+    params: Value,
+    user: &str,
+    client: super::limits::ClientAddr,
+) -> Response {
+    match start(state, params, user, client) {
+        Ok((started, mut updates)) if !started.return_immediately => {
+            // Wait for the end: the updates stop when the task is terminal or interrupted.
+            while updates.recv().await.is_some() {}
+            let task = state.a2a_tasks.get(&started.task.id, user).unwrap_or(started.task);
+            success(id, json!({ "task": with_history(task, started.history_length) }))
+        }
+        Ok((started, _)) => success(id, json!({ "task": with_history(started.task, started.history_length) })),
+        Err(refused) => refused.into_response(id),
+    }
+}
+
+/// `SubscribeToTask`: the task's updates as a stream, from now on.
+fn subscribe_to_task(state: &AppState, headers: &HeaderMap, id: JsonRpcId, params: &Value, user: &str) -> Response {
+    let Some(task_id) = params["id"].as_str().filter(|t| !t.is_empty()) else {
+        return stream_error(headers, id, -32602, "invalid params: `id` (the task id) is required");
+    };
+    match state.a2a_tasks.subscribe(task_id, user) {
+        Ok((task, updates)) => stream(id, task, updates).into_response(),
+        Err(SubscribeError::NotFound) => stream_error(headers, id, -32001, "task not found"),
+        Err(SubscribeError::Terminal) => stream_error(
+            headers,
+            id,
+            -32004,
+            format!("task {task_id} is in a terminal state: there is nothing to subscribe to"),
+        ),
+    }
+}
+
+/// `GetTask`: the user's task, with at most `historyLength` history messages.
+fn get_task(state: &AppState, id: JsonRpcId, params: Value, user: &str) -> Response {
+    let req: GetTaskRequest = match serde_json::from_value(params) {
+        Ok(r) => r,
+        Err(e) => return rpc_error(id, -32602, format!("invalid params: {e}")),
+    };
+    if let Err(msg) = check_history_length(req.history_length) {
+        return rpc_error(id, -32602, msg);
+    }
+    match state.a2a_tasks.get(&req.id, user) {
+        Some(task) => success(id, json!(with_history(task, req.history_length))),
+        None => rpc_error(id, -32001, "task not found"),
+    }
+}
+
+/// `CancelTask`: drops the clarification the task waits on (if any), then marks it canceled.
+async fn cancel_task(state: &AppState, id: JsonRpcId, params: Value, user: &str) -> Response {
+    let req: CancelTaskRequest = match serde_json::from_value(params) {
+        Ok(r) => r,
+        Err(e) => return rpc_error(id, -32602, format!("invalid params: {e}")),
+    };
+    let task_id = req.id.as_str();
+    // A clarification the task waits on is dropped first: if that fails, nothing changed.
+    if let Some(task) = state.a2a_tasks.get(task_id, user) {
+        if task.status.state == TaskState::InputRequired {
+            if let Err(e) = state.supervisor.cancel_pending(user, &task.context_id).await {
+                return rpc_error(id, -32603, format!("session store: {e}"));
+            }
+        }
+    }
+    let status = TaskStatus { state: TaskState::Canceled, message: None, timestamp: Some(chrono::Utc::now()) };
+    match state.a2a_tasks.cancel(task_id, user, status) {
+        Ok((task, _)) => success(id, json!(task)),
+        Err(CancelError::NotFound) => rpc_error(id, -32001, "task not found"),
+        Err(CancelError::NotCancelable) => rpc_error(id, -32002, "task cannot be canceled"),
     }
 }
 
@@ -432,8 +451,6 @@ struct Started {
     history_length: Option<i32>,
 }
 
-/// Validates the message, stores the task in `SUBMITTED` (new, or the continued one), starts the
-/// turn in the background and subscribes to the task's updates.
 /// Why a message was not started.
 enum Refused {
     /// A JSON-RPC error (invalid params, ...).
@@ -467,6 +484,8 @@ impl From<(i32, String)> for Refused {
     }
 }
 
+/// Validates the message, stores the task in `SUBMITTED` (new, or the continued one), starts the
+/// turn in the background and subscribes to the task's updates.
 fn start(
     state: &AppState,
     params: Value,
@@ -484,39 +503,8 @@ fn start(
     let history_length = req.configuration.as_ref().and_then(|c| c.history_length);
     check_history_length(history_length).map_err(|e| (-32602, e))?;
     let message = req.message;
-    let mut text = Vec::new();
-    let mut slots = Map::new();
-    for part in &message.parts {
-        match &part.content {
-            PartContent::Text(t) => text.push(t.clone()),
-            PartContent::Data(Value::Object(values)) => slots.extend(values.clone()),
-            _ => {}
-        }
-    }
-    // A message naming a task continues it (and its thread): the task must exist for this user,
-    // not be terminal, and be in the message's context if one is given. Nothing is rewritten.
-    let continues = match message.task_id.as_deref() {
-        None => None,
-        Some(id) => {
-            let task = state.a2a_tasks.get(id, user).ok_or_else(|| (-32001, format!("task not found: {id}")))?;
-            if task.status.state.is_terminal() {
-                return Err(Refused::Rpc(
-                    -32004,
-                    format!("task {id} is in a terminal state and accepts no more messages"),
-                ));
-            }
-            if !tasks::stopped(&task.status.state) {
-                return Err(Refused::Rpc(-32004, format!("task {id} is still working; send when it asks for input")));
-            }
-            if message.context_id.as_ref().is_some_and(|c| *c != task.context_id) {
-                return Err(Refused::Rpc(
-                    -32602,
-                    format!("invalid params: contextId does not match the context of task {id}"),
-                ));
-            }
-            Some(task)
-        }
-    };
+    let (text, slots) = query_and_slots(&message);
+    let continues = continued_task(state, &message, user)?;
     let context_id = continues.as_ref().map_or_else(
         || message.context_id.clone().unwrap_or_else(|| format!("ctx_{}", uuid::Uuid::new_v4().simple())),
         |t| t.context_id.clone(),
@@ -524,7 +512,7 @@ fn start(
     let task_id =
         continues.as_ref().map_or_else(|| format!("task_{}", uuid::Uuid::new_v4().simple()), |t| t.id.clone());
     let body = super::chat::ChatBody {
-        query: text.join("\n"),
+        query: text,
         user_id: user.to_string(),
         thread_id: Some(context_id.clone()),
         slots: Some(slots),
@@ -548,6 +536,39 @@ fn start(
     let updates = state.a2a_tasks.start(task.clone(), user);
     drive(state.clone(), task.id.clone(), user.to_string(), task.context_id.clone(), turn.events);
     Ok((Started { task, return_immediately, history_length }, updates))
+}
+
+/// The query (the text parts, one a line) and the slots (the data parts' objects, merged) of a
+/// message.
+fn query_and_slots(message: &Message) -> (String, Map<String, Value>) {
+    let mut text = Vec::new();
+    let mut slots = Map::new();
+    for part in &message.parts {
+        match &part.content {
+            PartContent::Text(t) => text.push(t.clone()),
+            PartContent::Data(Value::Object(values)) => slots.extend(values.clone()),
+            _ => {}
+        }
+    }
+    (text.join("\n"), slots)
+}
+
+/// The task a message continues (it names one), if any. A message naming a task continues it
+/// (and its thread): the task must exist for this user, not be terminal, and be in the message's
+/// context if one is given. Nothing is rewritten.
+fn continued_task(state: &AppState, message: &Message, user: &str) -> Result<Option<Task>, Refused> {
+    let Some(id) = message.task_id.as_deref() else { return Ok(None) };
+    let task = state.a2a_tasks.get(id, user).ok_or_else(|| (-32001, format!("task not found: {id}")))?;
+    if task.status.state.is_terminal() {
+        return Err(Refused::Rpc(-32004, format!("task {id} is in a terminal state and accepts no more messages")));
+    }
+    if !tasks::stopped(&task.status.state) {
+        return Err(Refused::Rpc(-32004, format!("task {id} is still working; send when it asks for input")));
+    }
+    if message.context_id.as_ref().is_some_and(|c| *c != task.context_id) {
+        return Err(Refused::Rpc(-32602, format!("invalid params: contextId does not match the context of task {id}")));
+    }
+    Ok(Some(task))
 }
 
 type Turn = tokio::sync::mpsc::UnboundedReceiver<StageEvent>;
