@@ -4,9 +4,13 @@
 //! The watcher watches the *directories* of every file the serving snapshot was built from
 //! (non-recursively), because editors and Kubernetes replace files by rename or by swapping the
 //! `..data` symlink rather than writing in place. Events are debounced (`notify-debouncer-mini`,
-//! 150 ms); an event leads to a reload only when a file the last attempt read (or tried to), the
-//! config or a watched directory changed on disk (metadata; reading the files is itself an event).
-//! Then everything is re-read and validated off the async runtime, and
+//! 150 ms); an event leads to a reload only when it names a file the serving snapshot or the last
+//! attempt read (or tried to), or an entry of a directory that attempt read (the texts
+//! directories), and the config or a file or directory the last attempt read changed on disk
+//! (metadata; reading the files is itself an event). Other files in the watched directories (a session
+//! database next to the config) never cause a reload. Then everything is re-read and validated off
+//! the async runtime — a file-triggered load that fails is read once more after [`SETTLE`] before
+//! it counts (a save in place is seen half-way as an empty file) — and
 //! [`RegistryHandle::apply`] swaps the snapshot only if the result is valid and different. A
 //! rejection with the same errors on the same config text as the last one is not counted or
 //! logged again.
@@ -27,6 +31,11 @@ pub mod snapshot;
 
 /// How long a burst of file events is coalesced before reloading.
 pub const DEBOUNCE: Duration = Duration::from_millis(150);
+
+/// How long a file-triggered load that failed waits before it reads the files once more and
+/// judges: a writer that truncates and then writes (saving in place) is seen half-way as an empty
+/// or cut-off file.
+pub const SETTLE: Duration = Duration::from_millis(500);
 
 /// A request to re-read the config.
 #[derive(Debug)]
@@ -110,35 +119,41 @@ pub fn spawn(handle: Arc<RegistryHandle>, path: PathBuf, watch_files: bool) -> R
     }
 
     let reloader = Reloader { tx, watching: watch_files };
-    // What the last attempt read or tried to read, and how those files (and the watched
-    // directories) looked when it started: a file event that changed none of them is not a reason
+    // What the last attempt read or tried to read, and how those files looked when it started: a file event that changed none of them is not a reason
     // to reload (reading the files is itself a file event). Taken now, before any edit can come.
     let mut touched: Vec<PathBuf> = handle.load().sources.clone();
-    let mut last_stamp = stamp(&path, &touched, &watched);
+    let mut last_stamp = stamp(&path, &touched);
     tokio::spawn(async move {
-        let mut last_failed = false;
         let mut last_rejection: Option<Vec<u8>> = None;
         loop {
             let req = tokio::select! {
                 Some(req) = rx.recv() => req,
                 Some(paths) = fs_rx.recv() => {
                     let sources = handle.load().sources.clone();
-                    // After a failure any change may be the fix (a schema file added later).
-                    if !last_failed && !paths.iter().any(|p| relevant(p, &sources)) {
+                    // Only the files the serving snapshot or the last attempt read (or tried to:
+                    // after a failure, a schema file added later) matter; other files in the
+                    // same directories (a session database, editor backups) never do.
+                    if !paths.iter().any(|p| relevant(p, &sources) || relevant(p, &touched) || in_dir(p, &touched)) {
                         continue;
                     }
-                    if stamp(&path, &touched, &watched) == last_stamp {
+                    if stamp(&path, &touched) == last_stamp {
                         continue;
                     }
                     ReloadRequest { cause: "file", reply: None }
                 }
                 else => break,
             };
-            let before = stamp(&path, &touched, &watched);
-            let (result, now_touched) = snapshot::load_snapshot_traced(&path).await;
+            let mut before = stamp(&path, &touched);
+            let (mut result, mut now_touched) = snapshot::load_snapshot_traced(&path).await;
+            if req.cause == "file" && result.is_err() {
+                // Maybe caught mid-save: let the writer finish, read once more, then judge.
+                tokio::time::sleep(SETTLE).await;
+                before = stamp(&path, &now_touched);
+                (result, now_touched) = snapshot::load_snapshot_traced(&path).await;
+            }
             // Files the new content names that the last attempt did not read: stamped as they are
             // now.
-            let mut after = stamp(&path, &now_touched, &watched);
+            let mut after = stamp(&path, &now_touched);
             after.extend(before);
             last_stamp = after;
             touched = now_touched;
@@ -157,7 +172,6 @@ pub fn spawn(handle: Arc<RegistryHandle>, path: PathBuf, watch_files: bool) -> R
             }
             last_rejection = rejection;
             let outcome = handle.apply_checked(result, &routing_gate);
-            last_failed = matches!(outcome, ReloadOutcome::Rejected { .. });
             match &outcome {
                 ReloadOutcome::Swapped { version, .. } => crate::metrics::reload("ok", *version),
                 ReloadOutcome::Rejected { version, .. } => crate::metrics::reload("failed", *version),
@@ -184,12 +198,13 @@ fn routing_gate(registry: &crate::registry::Registry) -> Vec<crate::config::Conf
     }
 }
 
-/// How `config`, `touched` and `dirs` look on disk (metadata only: reading a file would itself be
-/// a file event).
-fn stamp(config: &Path, touched: &[PathBuf], dirs: &BTreeSet<PathBuf>) -> BTreeMap<PathBuf, Option<FileStamp>> {
+/// How `config` and `touched` (the files and directories the last attempt read or tried to read)
+/// look on disk (metadata only: reading a file would itself be a file event). The watched
+/// directories themselves are not stamped: other files coming and going in them (a session
+/// database's side files) are no change of the config.
+fn stamp(config: &Path, touched: &[PathBuf]) -> BTreeMap<PathBuf, Option<FileStamp>> {
     std::iter::once(config)
         .chain(touched.iter().map(PathBuf::as_path))
-        .chain(dirs.iter().map(PathBuf::as_path))
         .map(|p| (p.to_path_buf(), std::fs::metadata(p).ok().map(|m| FileStamp::of(&m))))
         .collect()
 }
@@ -259,6 +274,12 @@ fn relevant(changed: &Path, sources: &[PathBuf]) -> bool {
             s == changed
                 || (s.file_name() == changed.file_name() && s.parent().map(canon) == changed.parent().map(canon))
         })
+}
+
+/// `true` when `changed` is an entry of a directory the last attempt read (the texts directory
+/// and its locale directories: a new override file).
+fn in_dir(changed: &Path, touched: &[PathBuf]) -> bool {
+    changed.parent().is_some_and(|parent| touched.iter().any(|t| t.is_dir() && canon(t) == canon(parent)))
 }
 
 fn canon(p: &Path) -> PathBuf {
