@@ -61,6 +61,15 @@ pub async fn decide(
     }
 }
 
+/// The model's sentence for the user, when it has one that names no agent id (user-facing text
+/// never shows agent ids).
+fn user_message(registry: &Registry, message: &str) -> Option<String> {
+    let message = message.trim();
+    let lower = message.to_lowercase();
+    let names_an_agent = registry.agents().iter().any(|a| lower.contains(&a.id().to_lowercase()));
+    (!message.is_empty() && !names_an_agent).then(|| message.to_string())
+}
+
 /// A label of the intent answer that names a simple intent.
 fn simple_label(label: &str) -> Option<SimpleIntent> {
     Some(match label {
@@ -107,6 +116,7 @@ async fn llm_decide(
         lang: input.lang,
         resumes_pending: false,
         candidates: planner::intent::recognize(registry, input.query).top(planner::intent::CANDIDATES_SHOWN),
+        user_friendly_message: user_message(registry, &answer.user_friendly_message),
     };
     let escalate = match simple {
         Some(SimpleIntent::Sensitive) => Some(EscalationReason::Sensitive),

@@ -185,6 +185,10 @@ impl Supervisor {
             (_, Some(PlanMode::Resumed)) => t.text("stage-intent-resumed"),
             (_, Some(PlanMode::Chosen)) => t.text("stage-intent-chosen"),
             (Decision::Choose(_), _) => t.text("stage-intent-choice"),
+            // The model's own sentence (LLM mode) says more than the count.
+            (Decision::Plan { .. } | Decision::Direct(_), _) if turn.intent.user_friendly_message.is_some() => {
+                turn.intent.user_friendly_message.clone().unwrap_or_default()
+            }
             (Decision::Plan { plan, .. }, _) => {
                 t.registry.texts().get(t.lang, "stage-intent-found", &[("count", plan.total_tasks.into())])
             }
