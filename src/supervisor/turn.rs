@@ -194,6 +194,7 @@ impl Supervisor {
             }
             _ => t.text("stage-intent-understood"),
         };
+        log_decision(t, turn, meta, mode);
         t.sink.emit(
             StageEvent::new(Stage::IntentDone, text)
                 .state("intent", &turn.intent)
@@ -319,4 +320,28 @@ fn plan_outcome(plan: &TaskPlan, mode: PlanMode, query: &str) -> PlanOutcome {
 /// `text` after the note that the earlier clarification expired.
 fn expired_note(t: &TurnCtx<'_>, text: String) -> String {
     t.registry.texts().get(t.lang, "answer-expired-note", &[("answer", text.into())])
+}
+
+/// One INFO line per routing decision, with the trace id: the intents, the decision, the plan
+/// mode (re-route, resume, ...), the planner and whether it was degraded.
+fn log_decision(t: &TurnCtx<'_>, turn: &TurnDecision, meta: &PlannerMeta, mode: Option<PlanMode>) {
+    let decision = match &turn.decision {
+        Decision::Escalate(_) => "escalate",
+        Decision::Direct(_) => "direct",
+        Decision::Cancel => "cancel",
+        Decision::Plan { .. } => "plan",
+    };
+    let simple = turn.intent.simple.map(|s| format!("{s:?}"));
+    tracing::info!(
+        trace_id = t.req.trace_id.as_deref().unwrap_or_default(),
+        intents = ?turn.intent.agents,
+        simple = simple.as_deref().unwrap_or("-"),
+        decision,
+        mode = ?mode,
+        planner = meta.planner,
+        degraded = meta.degraded,
+        reason = %turn.intent.reason,
+        planner_reason = meta.reason.as_deref().unwrap_or("-"),
+        "routing decision"
+    );
 }
