@@ -389,10 +389,17 @@ impl Checker<'_> {
             self.hasher.update(f.source.as_bytes());
             self.sources.push(f.path.clone());
         }
-        let errors = match Texts::from_overrides(&files) {
-            Ok(texts) if read_errors.is_empty() => return Arc::new(texts),
-            Ok(_) => read_errors,
-            Err(more) => read_errors.into_iter().chain(more).collect(),
+        let lexicon = self.lexicon_file(&dir);
+        let errors = match (Texts::from_overrides(&files), lexicon) {
+            (Ok(texts), lexicon) if read_errors.is_empty() => {
+                let Some(Ok((path, source))) = lexicon else { return Arc::new(texts) };
+                match texts.with_lexicon_file(&path, &source) {
+                    Ok(texts) => return Arc::new(texts),
+                    Err(errors) => errors,
+                }
+            }
+            (Ok(_), _) => read_errors,
+            (Err(more), _) => read_errors.into_iter().chain(more).collect(),
         };
         self.errors.extend(errors.into_iter().map(|e: TextError| ConfigError {
             file: e.file.display().to_string(),
@@ -402,6 +409,26 @@ impl Checker<'_> {
             message: e.message,
         }));
         Texts::shipped()
+    }
+
+    /// `<texts_dir>/lexicons.txt` when there is one (hashed and watched): its path and text, or
+    /// the read error (recorded).
+    fn lexicon_file(&mut self, dir: &Path) -> Option<Result<(PathBuf, String), ()>> {
+        let path = dir.join(crate::text::LEXICON_FILE);
+        self.touched.push(path.clone());
+        match crate::files::read_text(&path, crate::files::MAX_FILE_BYTES) {
+            Ok(source) => {
+                self.hasher.update(path.to_string_lossy().as_bytes());
+                self.hasher.update(source.as_bytes());
+                self.sources.push(path.clone());
+                Some(Ok((path, source)))
+            }
+            Err(crate::files::ReadError::NotFound) => None,
+            Err(e) => {
+                self.errors.push(ConfigError::whole(path.display().to_string(), format!("cannot read: {e}")));
+                Some(Err(()))
+            }
+        }
     }
 
     fn widgets(&mut self, rel: &str) -> Option<Map<String, Value>> {

@@ -128,7 +128,7 @@ async fn llm_decide(
     }
     let pending = input.pending.filter(|p| !p.is_empty());
     let new_agents = agents.iter().any(|a| !pending.is_some_and(|p| p.iter().any(|t| &t.assigned_agent == a)));
-    if (pending.is_some() && !new_agents) || planner::intent::is_cancel(&input.query.to_lowercase()) {
+    if (pending.is_some() && !new_agents) || planner::intent::is_cancel(registry, &input.query.to_lowercase()) {
         return Ok((None, cache_hit));
     }
     if agents.is_empty() {

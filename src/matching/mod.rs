@@ -14,7 +14,7 @@ pub mod tokenize;
 
 pub use extract::Extractor;
 pub use recognize::{CardScore, Evidence, Recognition, Recognizer, Selected};
-pub use terms::{find_term, normalize, Term, TermMatcher};
+pub use terms::{find_term, normalize, LexiconMatcher, Term, TermMatcher};
 
 /// Serializes a confidence (0..1, an `f32`) as a number with two decimals: `0.3`, never the
 /// `f32`'s widened digits (`0.30000001192092896`). For `#[serde(serialize_with)]`.

@@ -186,8 +186,8 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
     let lower = input.query.to_lowercase();
     let recognition = intent::recognize(registry, input.query);
     let hits = recognition.hits();
-    let simple = intent::simple_intent(&lower);
-    let cancel = intent::is_cancel(&lower);
+    let simple = intent::simple_intent(registry, &lower);
+    let cancel = intent::is_cancel(registry, &lower);
     let mut result = intent_result(&recognition, simple, &input);
     let src =
         KeySources { text: input.query, slots: input.slots, session_slots: input.session_slots, today: input.today };
