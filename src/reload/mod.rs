@@ -143,14 +143,7 @@ pub fn spawn(handle: Arc<RegistryHandle>, path: PathBuf, watch_files: bool) -> R
                 }
                 else => break,
             };
-            let mut before = stamp(&path, &touched);
-            let (mut result, mut now_touched) = snapshot::load_snapshot_traced(&path).await;
-            if req.cause == "file" && result.is_err() {
-                // Maybe caught mid-save: let the writer finish, read once more, then judge.
-                tokio::time::sleep(SETTLE).await;
-                before = stamp(&path, &now_touched);
-                (result, now_touched) = snapshot::load_snapshot_traced(&path).await;
-            }
+            let (before, result, now_touched) = load_settled(&path, req.cause, &touched).await;
             // Files the new content names that the last attempt did not read: stamped as they are
             // now.
             let mut after = stamp(&path, &now_touched);
@@ -189,6 +182,25 @@ pub fn spawn(handle: Arc<RegistryHandle>, path: PathBuf, watch_files: bool) -> R
     Ok(reloader)
 }
 
+/// How the files looked when the load began, the load's result and what it read. A
+/// file-triggered load that fails may have caught a save half-way (truncated, not yet written):
+/// it is read once more after [`SETTLE`], and that attempt is the one judged.
+async fn load_settled(
+    path: &Path,
+    cause: &str,
+    touched: &[PathBuf],
+) -> (Stamp, Result<crate::config::LoadedConfig, crate::config::ConfigErrors>, Vec<PathBuf>) {
+    let before = stamp(path, touched);
+    let (result, now_touched) = snapshot::load_snapshot_traced(path).await;
+    if cause != "file" || result.is_ok() {
+        return (before, result, now_touched);
+    }
+    tokio::time::sleep(SETTLE).await;
+    let before = stamp(path, &now_touched);
+    let (result, now_touched) = snapshot::load_snapshot_traced(path).await;
+    (before, result, now_touched)
+}
+
 /// The routing tests of a new snapshot, when its `supervisor.reload_requires_routing_tests` is on.
 fn routing_gate(registry: &crate::registry::Registry) -> Vec<crate::config::ConfigError> {
     if registry.settings.reload_requires_routing_tests {
@@ -202,12 +214,15 @@ fn routing_gate(registry: &crate::registry::Registry) -> Vec<crate::config::Conf
 /// look on disk (metadata only: reading a file would itself be a file event). The watched
 /// directories themselves are not stamped: other files coming and going in them (a session
 /// database's side files) are no change of the config.
-fn stamp(config: &Path, touched: &[PathBuf]) -> BTreeMap<PathBuf, Option<FileStamp>> {
+fn stamp(config: &Path, touched: &[PathBuf]) -> Stamp {
     std::iter::once(config)
         .chain(touched.iter().map(PathBuf::as_path))
         .map(|p| (p.to_path_buf(), std::fs::metadata(p).ok().map(|m| FileStamp::of(&m))))
         .collect()
 }
+
+/// How each file looked (`None`: absent), by path.
+type Stamp = BTreeMap<PathBuf, Option<FileStamp>>;
 
 /// Size, modification time and inode of a file or directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
