@@ -81,7 +81,12 @@ impl Reloader {
 ///
 /// # Errors
 /// [`ReloadError`] when the file watcher cannot be created.
-pub fn spawn(handle: Arc<RegistryHandle>, path: PathBuf, watch_files: bool) -> Result<Reloader, ReloadError> {
+pub fn spawn(
+    handle: Arc<RegistryHandle>,
+    path: PathBuf,
+    watch_files: bool,
+    endpoints: Option<snapshot::EndpointOverride>,
+) -> Result<Reloader, ReloadError> {
     let path = std::path::absolute(&path).unwrap_or(path);
     let (tx, mut rx) = mpsc::unbounded_channel::<ReloadRequest>();
     let (fs_tx, mut fs_rx) = mpsc::unbounded_channel::<Vec<PathBuf>>();
@@ -143,7 +148,7 @@ pub fn spawn(handle: Arc<RegistryHandle>, path: PathBuf, watch_files: bool) -> R
                 }
                 else => break,
             };
-            let (before, result, now_touched) = load_settled(&path, req.cause, &touched).await;
+            let (before, result, now_touched) = load_settled(&path, req.cause, &touched, endpoints.as_ref()).await;
             // Files the new content names that the last attempt did not read: stamped as they are
             // now.
             let mut after = stamp(&path, &now_touched);
@@ -189,15 +194,16 @@ async fn load_settled(
     path: &Path,
     cause: &str,
     touched: &[PathBuf],
+    endpoints: Option<&snapshot::EndpointOverride>,
 ) -> (Stamp, Result<crate::config::LoadedConfig, crate::config::ConfigErrors>, Vec<PathBuf>) {
     let before = stamp(path, touched);
-    let (result, now_touched) = snapshot::load_snapshot_traced(path).await;
+    let (result, now_touched) = snapshot::load_snapshot_traced_with(path, endpoints).await;
     if cause != "file" || result.is_ok() {
         return (before, result, now_touched);
     }
     tokio::time::sleep(SETTLE).await;
     let before = stamp(path, &now_touched);
-    let (result, now_touched) = snapshot::load_snapshot_traced(path).await;
+    let (result, now_touched) = snapshot::load_snapshot_traced_with(path, endpoints).await;
     (before, result, now_touched)
 }
 
