@@ -330,6 +330,7 @@ fn log_decision(t: &TurnCtx<'_>, turn: &TurnDecision, meta: &PlannerMeta, mode: 
         Decision::Direct(_) => "direct",
         Decision::Cancel => "cancel",
         Decision::Plan { .. } => "plan",
+        Decision::Choose(_) => "choose",
     };
     let simple = turn.intent.simple.map(|s| format!("{s:?}"));
     tracing::info!(
