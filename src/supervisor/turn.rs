@@ -103,16 +103,17 @@ impl Supervisor {
             Decision::Plan { plan, found, mode } => {
                 self.planned(t, session, Planned { plan, found, mode }, expired).await
             }
-            Decision::Choose(question) => with_note(self.ask_choice(t, session, question)),
+            Decision::Choose(question) => self.ask_choice(t, session, question, expired),
         }
     }
 
     /// A did-you-mean question: counts its round (escalating when exhausted), stores it as the
     /// pending choice and ends the turn with its `semantic_info` (`type: "intent"`).
-    fn ask_choice(&self, t: &TurnCtx<'_>, session: &mut Session, question: IntentChoice) -> String {
+    fn ask_choice(&self, t: &TurnCtx<'_>, session: &mut Session, question: IntentChoice, expired: bool) -> String {
         let offered = choice::offered(t.registry, &question.candidates);
         if offered.is_empty() {
             let text = summarize::direct_answer(t.registry, crate::planner::SimpleIntent::OutOfScope, t.lang);
+            let text = if expired { expired_note(t, text) } else { text };
             t.sink.emit(StageEvent::new(Stage::Answer, text.clone()));
             return text;
         }
@@ -139,6 +140,8 @@ impl Supervisor {
         let (choice_id, expires_at) = conv.choice().map(|c| (c.choice_id.clone(), c.expires_at)).unzip();
         session.conversation = conv;
         let text = summarize::choice_text(t.registry.texts(), &offered, t.lang);
+        // The note of an expired clarification goes into the event the user reads.
+        let text = if expired { expired_note(t, text) } else { text };
         let info = summarize::choice_info(t.registry.texts(), &choice_id.unwrap_or_default(), offered, t.lang);
         let mut done = StageEvent::new(Stage::Answer, text.clone()).semantic_info(&[info]).state("did_you_mean", round);
         done.payload.clarification_expires_at = expires_at;
