@@ -57,6 +57,9 @@ pub struct AppOptions {
     pub watch_files: bool,
     /// Bearer token of `/v1/admin/*` (`SWITCHBOARD_ADMIN_TOKEN`).
     pub admin_token: Option<String>,
+    /// Agent endpoints moved after every load (`demo --agents-port-base`); `None` keeps the
+    /// config's.
+    pub endpoints: Option<reload::snapshot::EndpointOverride>,
 }
 
 impl Default for AppOptions {
@@ -72,6 +75,7 @@ impl Default for AppOptions {
             cors_origins: Vec::new(),
             watch_files: false,
             admin_token: None,
+            endpoints: None,
         }
     }
 }
@@ -83,10 +87,10 @@ impl Default for AppOptions {
 /// [`StartError::Config`] with every config error; [`StartError::Store`] when the session store
 /// cannot be opened; [`StartError::Reload`] if watching fails.
 pub async fn build_state(config: &Path, opts: AppOptions) -> Result<AppState, StartError> {
-    let registry = Arc::new(reload::snapshot::open(config).await?);
+    let registry = Arc::new(reload::snapshot::open_with(config, opts.endpoints.as_ref()).await?);
     let backend = open_backend(&opts.store).await?;
     let sessions = Arc::new(SessionStore::new(backend, opts.session_ttl));
-    let reloader = reload::spawn(registry.clone(), config.to_path_buf(), opts.watch_files)?;
+    let reloader = reload::spawn(registry.clone(), config.to_path_buf(), opts.watch_files, opts.endpoints)?;
     let supervisor = Supervisor::new(registry, sessions).with_llm(opts.llm);
     Ok(AppState {
         reloader,
@@ -363,6 +367,48 @@ pub async fn spawn_demo_agents(state: &AppState) -> Result<Vec<switchboard_demo:
         handles.push(spawn_sample_agent(kind, listener, SampleOptions::default()).await);
     }
     Ok(handles)
+}
+
+/// `demo --agents-port-base BASE`: the sample agents of a config (loopback URLs of the sample
+/// agent ids) move to `BASE + i`, `i` their place in [`switchboard_demo::SampleAgentKind::ALL`]
+/// (flight, pickup, hotel, weather, exchange); `0` picks five free ports. Other agents keep their
+/// URLs.
+///
+/// # Errors
+/// [`StartError::Listen`] when `BASE + 4` is past 65535 or no free port can be found.
+#[cfg(feature = "demo")]
+pub fn demo_agent_ports(base: u16) -> Result<reload::snapshot::EndpointOverride, StartError> {
+    use switchboard_demo::SampleAgentKind;
+    let kinds = SampleAgentKind::ALL;
+    let mut ports = Vec::with_capacity(kinds.len());
+    // Probes stay open until all five are picked, so the OS hands out five different ports.
+    let mut probes = Vec::new();
+    for i in 0..kinds.len() {
+        let port = if base == 0 {
+            let probe = std::net::TcpListener::bind("127.0.0.1:0")
+                .map_err(|source| StartError::Listen { addr: "127.0.0.1:0".into(), source })?;
+            let port =
+                probe.local_addr().map_err(|source| StartError::Listen { addr: "127.0.0.1:0".into(), source })?.port();
+            probes.push(probe);
+            port
+        } else {
+            u16::try_from(usize::from(base) + i).map_err(|_| StartError::Listen {
+                addr: format!("127.0.0.1:{base}"),
+                source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "the agents' ports run past 65535"),
+            })?
+        };
+        ports.push(port);
+    }
+    drop(probes);
+    Ok(reload::snapshot::EndpointOverride(Arc::new(move |id: &str, url: &reqwest::Url| {
+        let i = kinds.iter().position(|k| k.agent_id() == id)?;
+        if !matches!(url.host_str(), Some("127.0.0.1" | "localhost" | "[::1]")) {
+            return None;
+        }
+        let mut moved = url.clone();
+        moved.set_port(Some(ports[i])).ok()?;
+        Some(moved)
+    })))
 }
 
 /// The address a listener is bound to, for log lines.

@@ -315,6 +315,7 @@ struct SinkState {
 pub struct EventSink {
     session_id: Arc<str>,
     thread_id: Arc<str>,
+    trace_id: Option<Arc<str>>,
     state: Arc<Mutex<SinkState>>,
 }
 
@@ -325,9 +326,16 @@ impl EventSink {
         let sink = Self {
             session_id: session_id.into(),
             thread_id: thread_id.into(),
+            trace_id: None,
             state: Arc::new(Mutex::new(SinkState { seq: 0, done: false, done_stage: None, tx })),
         };
         (sink, rx)
+    }
+
+    /// The same sink, writing `trace_id` into the first event's `metadata.trace_id`.
+    pub fn traced(mut self, trace_id: &str) -> Self {
+        self.trace_id = Some(trace_id.into());
+        self
     }
 
     /// Stamps and forwards `event`. Events after the `done` event are dropped.
@@ -342,6 +350,9 @@ impl EventSink {
             st.done_stage = Some(event.stage);
         }
         event.seq = st.seq;
+        if let (1, Some(trace_id)) = (st.seq, &self.trace_id) {
+            event.metadata.insert("trace_id".into(), Value::String(trace_id.to_string()));
+        }
         event.session_id = self.session_id.to_string();
         event.thread_id = self.thread_id.to_string();
         let _ = st.tx.send(event);

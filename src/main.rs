@@ -41,6 +41,11 @@ enum Command {
         /// Address of the supervisor.
         #[arg(long, default_value = "127.0.0.1:8080")]
         listen: String,
+        /// Run the sample sub-agents on ports from this one up (flight, pickup, hotel, weather,
+        /// exchange: BASE .. BASE+4) instead of the ports the config names (9101-9105); the
+        /// supervisor calls them there. `0`: free ports the OS picks.
+        #[arg(long, env = "SWITCHBOARD_DEMO_AGENTS_PORT_BASE")]
+        agents_port_base: Option<u16>,
         #[command(flatten)]
         store: StoreArgs,
         #[command(flatten)]
@@ -236,10 +241,12 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         #[cfg(feature = "demo")]
-        Command::Demo { config, listen, store, limits } => {
+        Command::Demo { config, listen, agents_port_base, store, limits } => {
             init_logging();
             let serving = limits.serve_options();
-            let state = app::build_state(&config, options(store, limits)).await.map_err(print_start_error)?;
+            let endpoints = agents_port_base.map(app::demo_agent_ports).transpose()?;
+            let opts = AppOptions { endpoints, ..options(store, limits) };
+            let state = app::build_state(&config, opts).await.map_err(print_start_error)?;
             let agents = app::spawn_demo_agents(&state).await?;
             let listener = app::bind(&listen).await?;
             let addr = app::local_addr(&listener).map(|a| a.to_string()).unwrap_or(listen);
@@ -247,7 +254,9 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             for a in &agents {
                 println!("  sample sub-agent at {}", a.url());
             }
-            println!("Try:  cargo run -- ask \"帮我查一下航班CA1234，然后安排白云机场接机\" --url http://{addr}");
+            println!(
+                "Try:  cargo run --release -- ask \"帮我查一下航班CA1234，然后安排白云机场接机\" --url http://{addr}"
+            );
             app::serve(listener, state, app::shutdown_signal(), serving).await.context("server failed")?;
             Ok(ExitCode::SUCCESS)
         }
@@ -265,6 +274,7 @@ fn options(store: StoreArgs, limits: ServeArgs) -> AppOptions {
         llm: switchboard::llm::LlmSettings::from_env(),
         watch_files: true,
         admin_token: std::env::var("SWITCHBOARD_ADMIN_TOKEN").ok(),
+        endpoints: None,
     }
 }
 

@@ -380,6 +380,9 @@ async fn a2a_tasks_are_bound_to_the_user_that_created_them() {
     let task = &sent["result"]["task"];
     assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{sent}");
     let id = task["id"].clone();
+    // Issue 17 #17: the task names the trace id of its turn.
+    let trace = task["metadata"]["trace_id"].as_str().unwrap_or_default();
+    assert!(trace.len() == 32 && trace.bytes().all(|b| b.is_ascii_hexdigit()), "{task}");
 
     // Another user can neither read nor cancel it: for them it does not exist.
     let got = a2a_rpc(&app, "mallory", "GetTask", json!({ "id": id })).await;

@@ -66,9 +66,14 @@ async fn missing_keys_block_the_sub_task_and_name_the_widgets() {
             "type": "miss", "sub_agent_id": "hotel_agent", "task_id": info[0]["task_id"],
             "keys": ["city", "check_in_date"],
             "key_descriptions": ["入住城市", "入住日期"],
-            "fe_widgets_suggestion": ["city_picker", "date_picker"]
+            "fe_widgets_suggestion": ["city_picker", "date_picker"],
+            // Issue 17 #19: the seed's spelling, sent too (a compatibility alias).
+            "fe_wigdets_suggestion": ["city_picker", "date_picker"]
         }])
     );
+    // What was sent reads back (the alias is ignored when reading).
+    let back: switchboard::planner::SemanticInfo = serde_json::from_value(info[0].clone()).unwrap();
+    assert_eq!(back.fe_widgets_suggestion, ["city_picker", "date_picker"]);
     // Never dispatched.
     assert!(app.calls("hotel_agent").is_empty());
     assert!(of_stage(&events, "agent_started").is_empty());

@@ -185,6 +185,32 @@ fn validate_command_on_good_and_broken_files() {
 }
 
 #[test]
+fn validate_reports_the_cross_references_of_agents_that_did_parse_in_the_same_run() {
+    // Issue 17 #18: a type error in one agent hid the unknown widget and the missing schema file
+    // of the others until the first was fixed.
+    let dir = tempfile::tempdir().unwrap();
+    copy_support_files(dir.path());
+    let mut cfg = repo_config();
+    cfg["agents"][0]["keywords"] = json!(42);
+    cfg["agents"][2]["required_semantic_keys"][0]["widget"] = json!("nope_widget");
+    cfg["agents"][3]["output_schema"] = json!("schemas/agents/absent.json");
+    let path = dir.path().join("agents_config.yaml");
+    write_config(&path, &cfg);
+    let (ok, out) = validate_cmd(&path);
+    assert!(!ok, "exit code is non-zero");
+    assert!(out.contains("/agents/0/keywords"), "the structural error: {out}");
+    assert!(out.contains("nope_widget") && out.contains("/agents/2/"), "agent 2's widget, at its own place: {out}");
+    assert!(out.contains("absent.json"), "agent 3's schema file: {out}");
+    assert!(out.contains("3 error(s)"), "{out}");
+
+    // The same through the library: every error carries the agent's place in the file.
+    let errors = config::load(&path).unwrap_err().0;
+    let pointers: Vec<&str> = errors.iter().filter_map(|e| e.pointer.as_deref()).collect();
+    assert!(pointers.iter().any(|p| p.starts_with("/agents/2/required_semantic_keys/0")), "{errors:#?}");
+    assert!(!pointers.iter().any(|p| p.starts_with("/agents/1")), "agent 1 is fine: {errors:#?}");
+}
+
+#[test]
 fn prompt_templates_are_read_from_the_config_dir_and_watched() {
     let dir = tempfile::tempdir().unwrap();
     copy_support_files(dir.path());

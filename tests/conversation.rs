@@ -96,7 +96,8 @@ async fn a_bare_cancel_word_drops_the_pending_request() {
 #[tokio::test]
 async fn cancel_words_in_english_and_chinese() {
     let app = spawn_app().await;
-    for word in ["取消", "不用了", "不要了", "cancel", "never mind", "forget it"] {
+    // 退出, quit, exit: issue 17 #12 (the contract's scenarios).
+    for word in ["取消", "不用了", "不要了", "cancel", "never mind", "forget it", "退出", "quit", "exit"] {
         let th = thread(&app.ask("帮我订个酒店", None).await);
         let events = app.ask(word, Some(&th)).await;
         done(&events);

@@ -15,6 +15,7 @@ mod durability;
 mod faults;
 mod llm;
 mod ops;
+mod readme;
 mod recognition;
 mod reload;
 mod texts;

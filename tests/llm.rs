@@ -217,6 +217,38 @@ async fn a_good_multi_intent_plan_and_a_streamed_summary() {
 }
 
 #[tokio::test]
+async fn the_models_message_is_shown_and_its_confidence_is_sent_with_two_decimals() {
+    // Issue 17 #15: `intent_done` said "识别到 2 项需求" instead of the model's sentence, and
+    // `confidence` went out as 0.30000001192092896 (an f32 widened to f64).
+    let t = spawn_llm_app(|_| {}).await;
+    let mut intent = good_intent();
+    intent["user_friendly_message"] = json!("好的，先查航班 CA1234，再按到达时间安排接机。");
+    intent["confidence"] = json!(0.3);
+    let mut naming = good_intent();
+    naming["user_friendly_message"] = json!("交给 flight_agent 和 pickup_agent。");
+    t.script(Kind::Intent, vec![Reply::Json(intent), Reply::Json(naming)]);
+    t.script(Kind::Plan, vec![Reply::Json(good_plan()), Reply::Json(good_plan())]);
+    t.script(Kind::Summary, vec![Reply::Stream(vec!["完成。"]), Reply::Stream(vec!["完成。"])]);
+    let events = t.app.ask(QUERY, None).await;
+    done(&events);
+    let intent_done = of_stage(&events, "intent_done")[0];
+    assert_eq!(intent_done["content"], "好的，先查航班 CA1234，再按到达时间安排接机。", "{intent_done}");
+    let meta = intent_meta(&events);
+    assert_eq!(meta["planner"], "llm", "{meta}");
+    assert_eq!(meta["intent"]["confidence"].as_f64(), Some(0.3), "{meta}");
+    let two_decimals = |c: f64| (c * 100.0).round() / 100.0 == c;
+    for candidate in meta["intent"]["candidates"].as_array().unwrap() {
+        assert!(two_decimals(candidate["confidence"].as_f64().unwrap()), "{candidate}");
+    }
+    // A sentence naming agent ids is not shown to the user: the generic text is.
+    let events = t.app.ask(QUERY, None).await;
+    done(&events);
+    let content = of_stage(&events, "intent_done")[0]["content"].as_str().unwrap().to_string();
+    assert!(!content.contains("_agent"), "{content}");
+    assert_eq!(intent_meta(&events)["planner"], "llm");
+}
+
+#[tokio::test]
 async fn json_in_code_fences_and_prose_is_parsed() {
     let t = spawn_llm_app(|_| {}).await;
     t.script(Kind::Intent, vec![Reply::Content(format!("```json\n{}\n```", good_intent()))]);

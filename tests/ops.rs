@@ -186,6 +186,109 @@ async fn a_client_traceparent_is_continued_to_sub_agents() {
 }
 
 #[tokio::test]
+async fn the_client_gets_the_trace_id_in_a_header_and_the_first_event() {
+    // Issue 17 #17: the client got no trace id to quote.
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let chat = |traceparent: Option<String>| {
+        let mut req = app.client.post(format!("{}/v1/chat", app.base)).header("accept", "application/json");
+        if let Some(tp) = traceparent {
+            req = req.header("traceparent", tp);
+        }
+        req.json(&json!({ "query": "你好", "user_id": "u1" })).send()
+    };
+    let resp = chat(Some(format!("00-{trace}-00f067aa0ba902b7-01"))).await.unwrap();
+    assert_eq!(resp.headers()["x-trace-id"], trace, "the client's trace continues");
+    let body: Value = resp.json().await.unwrap();
+    let events = body["events"].as_array().unwrap();
+    assert_eq!(events[0]["metadata"]["trace_id"], trace, "{:#}", events[0]);
+    assert!(events[1..].iter().all(|e| e["metadata"].get("trace_id").is_none()), "only the first event");
+
+    // Without a traceparent the supervisor makes one up and says which.
+    let resp = chat(None).await.unwrap();
+    let header = resp.headers()["x-trace-id"].to_str().unwrap().to_string();
+    assert!(header.len() == 32 && header.bytes().all(|b| b.is_ascii_hexdigit()), "{header}");
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["events"][0]["metadata"]["trace_id"], header.as_str());
+
+    // The SSE stream and AG-UI carry it too.
+    let resp = app
+        .client
+        .post(format!("{}/v1/chat", app.base))
+        .header("traceparent", format!("00-{trace}-00f067aa0ba902b7-01"))
+        .json(&json!({ "query": "你好", "user_id": "u1" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["x-trace-id"], trace);
+    let resp = app
+        .client
+        .post(format!("{}/v1/ag-ui", app.base))
+        .header("traceparent", format!("00-{trace}-00f067aa0ba902b7-01"))
+        .json(&json!({ "threadId": "trace-thread", "runId": "r1", "state": { "user_id": "u1" },
+                        "messages": [{ "id": "m1", "role": "user", "content": "你好" }] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["x-trace-id"], trace);
+}
+
+#[tokio::test]
+async fn each_routing_decision_is_one_info_line_with_the_trace_id() {
+    // Issue 17 #17: which intents, mode and planner a turn got was not logged.
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--no-watch", "--store", "memory://", "--config"])
+        .arg(&app.config_path)
+        .env("RUST_LOG", "info")
+        .env("SWITCHBOARD_LOG_FORMAT", "json")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let base = loop {
+        let line = out.next_line().await.unwrap().expect("server output");
+        if let Some(addr) = line.strip_prefix("switchboard listening on ") {
+            break addr.to_string();
+        }
+    };
+    let trace = "0af7651916cd43dd8448eb211c80319c";
+    let resp = reqwest::Client::new()
+        .post(format!("{base}/v1/chat"))
+        .header("accept", "application/json")
+        .header("traceparent", format!("00-{trace}-b7ad6b7169203331-01"))
+        .json(&json!({ "query": "上海天气怎么样", "user_id": "u1" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
+    let line = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(line) = err.next_line().await.unwrap() {
+            let Ok(line) = serde_json::from_str::<Value>(&line) else { continue };
+            if line["fields"]["message"] == "routing decision" {
+                return line;
+            }
+        }
+        panic!("the server's log ended without a routing decision");
+    })
+    .await
+    .expect("a routing decision is logged");
+    assert_eq!(line["level"], "INFO", "{line}");
+    let fields = &line["fields"];
+    assert_eq!(fields["trace_id"], trace, "{line}");
+    assert!(fields["intents"].as_str().unwrap().contains("weather_agent"), "{line}");
+    assert_eq!((fields["decision"].as_str(), fields["planner"].as_str()), (Some("plan"), Some("rule")), "{line}");
+    assert!(fields["mode"].as_str().unwrap().contains("Fresh"), "{line}");
+    assert_eq!(fields["degraded"], false, "{line}");
+    child.kill().await.unwrap();
+}
+
+#[tokio::test]
 async fn cors_allows_only_configured_origins() {
     let setup = Setup {
         app_options: Some(Box::new(|o| o.cors_origins = vec!["https://app.example".into()])),

@@ -228,3 +228,92 @@ async fn an_invalid_file_is_one_failed_reload_until_its_content_changes() {
     assert!(status["last_error"].is_null());
     assert_eq!(status["reloads_ok"], 1);
 }
+
+#[tokio::test]
+async fn saving_in_place_is_one_good_reload_not_a_failure() {
+    // Issue 17 #16: an editor saving in place truncates first; the reload saw an empty file,
+    // logged "file is empty" and counted failed reloads.
+    use std::io::Write;
+    let app = spawn_app().await;
+    let mut cfg = app.config.clone();
+    cfg["supervisor"]["max_parallel_tasks"] = json!(3);
+    let text = serde_yaml_ng::to_string(&cfg).unwrap();
+    let mut file = std::fs::OpenOptions::new().write(true).truncate(true).open(&app.config_path).unwrap();
+    file.flush().unwrap();
+    // Past the debounce: the watcher sees the empty file before the rest is written.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    file.write_all(text.as_bytes()).unwrap();
+    file.sync_all().unwrap();
+    drop(file);
+    let status = app.wait_config(|s| s["version"] == 2).await;
+    assert_eq!(status["reloads_failed"], 0, "{status}");
+    assert!(status["last_error"].is_null(), "{status}");
+    // And it stays that way.
+    tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+    let status = app.get("/v1/config").await;
+    assert_eq!((status["reloads_failed"].as_u64(), status["version"].as_u64()), (Some(0), Some(2)), "{status}");
+}
+
+#[tokio::test]
+async fn files_next_to_the_config_that_it_does_not_read_cause_no_reload() {
+    // Issue 17 #16: the default SQLite sessions file lives next to the config; its writes (and
+    // SQLite's side files) triggered reload attempts once a reload had failed.
+    let dir = tempfile::tempdir().unwrap();
+    copy_support_files(dir.path());
+    let config_path = dir.path().join("agents_config.yaml");
+    let config = repo_config();
+    write_config(&config_path, &config);
+    let store = format!("sqlite://{}", dir.path().join("switchboard-sessions.db").display());
+    let state = switchboard::app::build_state(
+        &config_path,
+        switchboard::app::AppOptions { watch_files: true, store, ..Default::default() },
+    )
+    .await
+    .unwrap();
+    let registry = state.supervisor.registry.clone();
+    let status = || registry.status();
+    std::fs::write(&config_path, "version: 1\nagents: [\n").unwrap();
+    wait_status(&registry, |s| s.reloads_failed == 1).await;
+    let attempted = status().last_attempt_at;
+
+    // Turns write the sessions file; another file comes and goes in the directory.
+    for query in ["你好", "谢谢", "你能做什么"] {
+        let req = switchboard::supervisor::TurnRequest {
+            query: query.into(),
+            user_id: "u1".into(),
+            thread_id: Some("reload-thread".into()),
+            slots: serde_json::Map::new(),
+            trace_id: None,
+            cancel: false,
+        };
+        let mut turn = state.supervisor.start_turn(req);
+        while turn.events.recv().await.is_some() {}
+    }
+    std::fs::write(dir.path().join("switchboard-sessions.db-journal"), b"x").unwrap();
+    std::fs::remove_file(dir.path().join("switchboard-sessions.db-journal")).unwrap();
+    // Ten debounce periods later: no attempt was made.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let now = status();
+    assert_eq!(now.last_attempt_at, attempted, "a reload was attempted: {now:?}");
+    assert_eq!(now.reloads_failed, 1);
+
+    // The config itself still counts.
+    let mut config = config;
+    config["supervisor"]["max_parallel_tasks"] = json!(3);
+    write_config(&config_path, &config);
+    wait_status(&registry, |s| s.reloads_ok == 1).await;
+}
+
+/// Waits (bounded) until the reload status satisfies `pred`.
+async fn wait_status(
+    registry: &switchboard::registry::RegistryHandle,
+    pred: impl Fn(&switchboard::registry::ReloadStatus) -> bool,
+) {
+    for _ in 0..200 {
+        if pred(&registry.status()) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("reload status never matched: {:?}", registry.status());
+}

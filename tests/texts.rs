@@ -58,6 +58,52 @@ async fn an_override_is_served_and_an_edit_of_it_hot_reloads() {
     assert!(started_texts(&events)[0].starts_with("Asking about "), "still the last good texts");
 }
 
+#[tokio::test]
+async fn an_operator_lexicon_file_adds_words_and_hot_reloads() {
+    // Issue 17 #12: the word lists of simple intents live with the texts, so operators extend
+    // them like the texts.
+    let texts = tempfile::tempdir().unwrap();
+    let write = |text: &str| {
+        let tmp = texts.path().join("lexicons.txt.tmp");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, texts.path().join("lexicons.txt")).unwrap();
+    };
+    write("# ours\ncancel: 撤销\n");
+    let dir = texts.path().display().to_string();
+    let app = spawn_app_with(Setup { watch_files: true, ..Default::default() }, |cfg| {
+        cfg["supervisor"]["texts_dir"] = json!(dir);
+    })
+    .await;
+    let pending = |events: &[serde_json::Value]| !done(events)["metadata"]["semantic_info"].is_null();
+    let cancelled = |events: &[serde_json::Value]| done(events)["metadata"]["state"]["cancelled"].clone();
+
+    let th = thread(&app.ask("帮我订个酒店", None).await);
+    let events = app.ask("撤销", Some(&th)).await;
+    assert!(!cancelled(&events).is_null(), "the operator's cancel word cancels: {:#}", done(&events));
+    let th = thread(&app.ask("帮我订个酒店", None).await);
+    let events = app.ask("退出", Some(&th)).await;
+    assert!(!cancelled(&events).is_null(), "the shipped words stay");
+
+    // An edit hot-reloads.
+    write("cancel: 撤销, 作废\n");
+    app.wait_config(|s| s["version"] == 2).await;
+    let th = thread(&app.ask("帮我订个酒店", None).await);
+    let events = app.ask("作废", Some(&th)).await;
+    assert!(!cancelled(&events).is_null(), "reloaded: {:#}", done(&events));
+
+    // A broken file is rejected with its line; the last good lists keep serving.
+    write("cancel: 撤销, 作废\nfarewell: 再见\n");
+    let status = app.wait_config(|s| !s["last_error"].is_null()).await;
+    assert_eq!(status["version"], 2);
+    let error = &status["last_error"][0];
+    assert!(error["file"].as_str().unwrap().ends_with("lexicons.txt"), "{status}");
+    assert_eq!(error["line"], 2, "{status}");
+    assert!(error["message"].as_str().unwrap().contains("farewell"), "{status}");
+    let th = thread(&app.ask("帮我订个酒店", None).await);
+    let events = app.ask("作废", Some(&th)).await;
+    assert!(!cancelled(&events).is_null() && !pending(&events), "still the last good lists");
+}
+
 #[test]
 fn texts_dir_is_relative_to_the_config_and_every_problem_is_reported() {
     let dir = tempfile::tempdir().unwrap();

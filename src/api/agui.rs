@@ -117,6 +117,7 @@ pub async fn run(
     let registry = state.supervisor.registry.load();
     let notice = super::chat::shutdown_text(&registry, &req.query);
     let turn = state.supervisor.start_turn(req);
+    let trace = axum::http::HeaderValue::from_str(&turn.trace_id).ok();
     let turn_events = super::chat::drained(
         turn.events,
         state.shutdown.clone(),
@@ -133,6 +134,9 @@ pub async fn run(
     let stream =
         futures::stream::iter(first).chain(events).map(|v| Ok::<_, Infallible>(Event::default().data(v.to_string())));
     let mut response = Sse::new(stream).keep_alive(KeepAlive::default()).into_response();
+    if let Some(trace) = trace {
+        response.headers_mut().insert(super::chat::TRACE_HEADER, trace);
+    }
     if let Some(a) = &anonymous {
         a.tell(response.headers_mut());
     }

@@ -118,6 +118,10 @@ fn wants_json(headers: &HeaderMap) -> bool {
         .is_some_and(|a| a.contains("application/json") && !a.contains("text/event-stream"))
 }
 
+/// The response header carrying the turn's trace id (32 hex digits), on `/v1/chat` and
+/// `/v1/ag-ui`.
+pub const TRACE_HEADER: &str = "x-trace-id";
+
 /// The trace id of a W3C `traceparent` header (`00-<32 hex>-<16 hex>-<2 hex>`), if valid.
 pub fn trace_id(headers: &HeaderMap) -> Option<String> {
     let value = headers.get("traceparent")?.to_str().ok()?;
@@ -277,6 +281,7 @@ pub async fn chat(
     let notice = shutdown_text(&state.supervisor.registry.load(), &req.query);
     let turn = state.supervisor.start_turn(req);
     let thread = HeaderValue::from_str(&turn.thread_id).ok();
+    let trace = HeaderValue::from_str(&turn.trace_id).ok();
     let events = drained(turn.events, state.shutdown.clone(), turn.thread_id.clone(), turn.session_id.clone(), notice);
 
     let mut response = if wants_json(&headers) {
@@ -297,6 +302,9 @@ pub async fn chat(
     };
     if let Some(thread) = thread {
         response.headers_mut().insert("x-thread-id", thread);
+    }
+    if let Some(trace) = trace {
+        response.headers_mut().insert(TRACE_HEADER, trace);
     }
     Ok(response)
 }

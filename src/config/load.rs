@@ -184,13 +184,29 @@ fn load_inner(
         .map(|e| ConfigError::at(&file_name, e.instance_path().to_string(), e.to_string()))
         .collect();
     if !schema_errors.is_empty() {
-        return Err(ConfigErrors(schema_errors));
+        let mut errors = schema_errors;
+        let more = cross_check_intact_agents(&value, &errors, text, path, base_dir, env, touched);
+        errors.extend(more);
+        return Err(ConfigErrors(errors));
     }
     let file: ConfigFile = serde_path_to_error::deserialize(&value).map_err(|e| {
         let pointer = format!("/{}", e.path().to_string().replace('.', "/"));
         ConfigErrors(vec![ConfigError::at(&file_name, pointer, e.inner().to_string())])
     })?;
+    check_file(file, text, path, base_dir, env, touched)
+}
 
+/// The cross-reference checks (widgets, schema files, keys, `${ENV}`, URLs, texts) of a config
+/// that passed the schema, producing the loaded config.
+fn check_file(
+    file: ConfigFile,
+    text: &str,
+    path: &Path,
+    base_dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+    touched: &mut Vec<PathBuf>,
+) -> Result<LoadedConfig, ConfigErrors> {
+    let file_name = path.display().to_string();
     let mut check = Checker {
         file_name: &file_name,
         base_dir,
@@ -223,6 +239,53 @@ fn load_inner(
         sources,
         secrets,
     })
+}
+
+/// When the schema rejected some agents (`/agents/<i>/…`) and nothing else, the cross-reference
+/// errors of the other agents and of the rest of the file, found by checking the config without
+/// the rejected agents; their pointers name the agents' places in the file. Empty when the rest
+/// does not pass the schema either.
+fn cross_check_intact_agents(
+    value: &Value,
+    schema_errors: &[ConfigError],
+    text: &str,
+    path: &Path,
+    base_dir: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+    touched: &mut Vec<PathBuf>,
+) -> Vec<ConfigError> {
+    let rejected = |i: usize| {
+        let agent = format!("/agents/{i}");
+        schema_errors
+            .iter()
+            .filter_map(|e| e.pointer.as_deref())
+            .any(|p| p == agent || p.strip_prefix(agent.as_str()).is_some_and(|rest| rest.starts_with('/')))
+    };
+    let mut intact = value.clone();
+    let Some(agents) = intact.get_mut("agents").and_then(Value::as_array_mut) else { return Vec::new() };
+    let kept: Vec<usize> = (0..agents.len()).filter(|i| !rejected(*i)).collect();
+    if kept.is_empty() || kept.len() == agents.len() {
+        return Vec::new();
+    }
+    *agents = kept.iter().map(|&i| agents[i].clone()).collect();
+    if CONFIG_VALIDATOR.iter_errors(&intact).next().is_some() {
+        return Vec::new();
+    }
+    let Ok(file) = serde_json::from_value::<ConfigFile>(intact) else { return Vec::new() };
+    let Err(ConfigErrors(errors)) = check_file(file, text, path, base_dir, env, touched) else { return Vec::new() };
+    errors.into_iter().map(|e| renumber_agent(e, &kept)).collect()
+}
+
+/// `/agents/<j>/…` of the checked subset -> `/agents/<kept[j]>/…` of the file.
+fn renumber_agent(mut error: ConfigError, kept: &[usize]) -> ConfigError {
+    if let Some(rest) = error.pointer.as_deref().and_then(|p| p.strip_prefix("/agents/")) {
+        let (index, tail) = rest.split_once('/').map_or((rest, ""), |(i, t)| (i, t));
+        if let Some(&orig) = index.parse::<usize>().ok().and_then(|j| kept.get(j)) {
+            let tail = if tail.is_empty() { String::new() } else { format!("/{tail}") };
+            error.pointer = Some(format!("/agents/{orig}{tail}"));
+        }
+    }
+    error
 }
 
 static CONFIG_VALIDATOR: LazyLock<jsonschema::Validator> = LazyLock::new(|| {
@@ -326,10 +389,17 @@ impl Checker<'_> {
             self.hasher.update(f.source.as_bytes());
             self.sources.push(f.path.clone());
         }
-        let errors = match Texts::from_overrides(&files) {
-            Ok(texts) if read_errors.is_empty() => return Arc::new(texts),
-            Ok(_) => read_errors,
-            Err(more) => read_errors.into_iter().chain(more).collect(),
+        let lexicon = self.lexicon_file(&dir);
+        let errors = match (Texts::from_overrides(&files), lexicon) {
+            (Ok(texts), lexicon) if read_errors.is_empty() => {
+                let Some(Ok((path, source))) = lexicon else { return Arc::new(texts) };
+                match texts.with_lexicon_file(&path, &source) {
+                    Ok(texts) => return Arc::new(texts),
+                    Err(errors) => errors,
+                }
+            }
+            (Ok(_), _) => read_errors,
+            (Err(more), _) => read_errors.into_iter().chain(more).collect(),
         };
         self.errors.extend(errors.into_iter().map(|e: TextError| ConfigError {
             file: e.file.display().to_string(),
@@ -339,6 +409,26 @@ impl Checker<'_> {
             message: e.message,
         }));
         Texts::shipped()
+    }
+
+    /// `<texts_dir>/lexicons.txt` when there is one (hashed and watched): its path and text, or
+    /// the read error (recorded).
+    fn lexicon_file(&mut self, dir: &Path) -> Option<Result<(PathBuf, String), ()>> {
+        let path = dir.join(crate::text::LEXICON_FILE);
+        self.touched.push(path.clone());
+        match crate::files::read_text(&path, crate::files::MAX_FILE_BYTES) {
+            Ok(source) => {
+                self.hasher.update(path.to_string_lossy().as_bytes());
+                self.hasher.update(source.as_bytes());
+                self.sources.push(path.clone());
+                Some(Ok((path, source)))
+            }
+            Err(crate::files::ReadError::NotFound) => None,
+            Err(e) => {
+                self.errors.push(ConfigError::whole(path.display().to_string(), format!("cannot read: {e}")));
+                Some(Err(()))
+            }
+        }
     }
 
     fn widgets(&mut self, rel: &str) -> Option<Map<String, Value>> {

@@ -87,7 +87,9 @@ pub struct SupervisorSettings {
     /// Directory of text overrides, relative to this file (Switchboard extension; unset: the
     /// shipped texts). `<texts_dir>/<locale>/*.ftl` (`zh-CN`, `en`) hold Fluent messages that
     /// replace the shipped messages of the same id; an unknown id, a placeholder the message is
-    /// not given, or a syntax error is a config error. Edits hot-reload with the config.
+    /// not given, or a syntax error is a config error. `<texts_dir>/lexicons.txt` adds words to the
+    /// simple-intent word lists (`locales/lexicons.txt`: `cancel: 撤销, 作废`). Edits hot-reload
+    /// with the config.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub texts_dir: Option<String>,
     /// Run the routing tests (`routing_tests.yaml` next to this file) on every reload and reject

@@ -61,6 +61,15 @@ pub async fn decide(
     }
 }
 
+/// The model's sentence for the user, when it has one that names no agent id (user-facing text
+/// never shows agent ids).
+fn user_message(registry: &Registry, message: &str) -> Option<String> {
+    let message = message.trim();
+    let lower = message.to_lowercase();
+    let names_an_agent = registry.agents().iter().any(|a| lower.contains(&a.id().to_lowercase()));
+    (!message.is_empty() && !names_an_agent).then(|| message.to_string())
+}
+
 /// A label of the intent answer that names a simple intent.
 fn simple_label(label: &str) -> Option<SimpleIntent> {
     Some(match label {
@@ -107,6 +116,7 @@ async fn llm_decide(
         lang: input.lang,
         resumes_pending: false,
         candidates: planner::intent::recognize(registry, input.query).top(planner::intent::CANDIDATES_SHOWN),
+        user_friendly_message: user_message(registry, &answer.user_friendly_message),
     };
     let escalate = match simple {
         Some(SimpleIntent::Sensitive) => Some(EscalationReason::Sensitive),
@@ -118,7 +128,7 @@ async fn llm_decide(
     }
     let pending = input.pending.filter(|p| !p.is_empty());
     let new_agents = agents.iter().any(|a| !pending.is_some_and(|p| p.iter().any(|t| &t.assigned_agent == a)));
-    if (pending.is_some() && !new_agents) || planner::intent::is_cancel(&input.query.to_lowercase()) {
+    if (pending.is_some() && !new_agents) || planner::intent::is_cancel(registry, &input.query.to_lowercase()) {
         return Ok((None, cache_hit));
     }
     if agents.is_empty() {

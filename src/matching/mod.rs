@@ -14,4 +14,13 @@ pub mod tokenize;
 
 pub use extract::Extractor;
 pub use recognize::{CardScore, Evidence, Recognition, Recognizer, Selected};
-pub use terms::{find_term, normalize, Term, TermMatcher};
+pub use terms::{find_term, normalize, LexiconMatcher, Term, TermMatcher};
+
+/// Serializes a confidence (0..1, an `f32`) as a number with two decimals: `0.3`, never the
+/// `f32`'s widened digits (`0.30000001192092896`). For `#[serde(serialize_with)]`.
+///
+/// # Errors
+/// Those of the serializer.
+pub fn serialize_confidence<S: serde::Serializer>(x: &f32, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64((f64::from(*x) * 100.0).round() / 100.0)
+}

@@ -167,6 +167,7 @@ pub struct CardScore {
     /// The agent id.
     pub id: String,
     /// Calibrated confidence (0..1, two decimals).
+    #[serde(serialize_with = "super::serialize_confidence")]
     pub confidence: f32,
     /// Why.
     pub evidence: Vec<Evidence>,
@@ -183,6 +184,7 @@ pub struct Selected {
     /// Byte offset of its first mention in the query.
     pub offset: usize,
     /// Its confidence.
+    #[serde(serialize_with = "super::serialize_confidence")]
     pub confidence: f32,
 }
 

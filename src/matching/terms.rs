@@ -1,6 +1,9 @@
 //! Lexical matching prepared once per registry load: [`Term`]s matched CJK-aware (a term with
 //! non-ASCII characters matches as a substring, an ASCII term only as a whole word, ignoring
-//! case), a card's [`TermMatcher`] (keywords, name, examples) and [`normalize`].
+//! case), a card's [`TermMatcher`] (keywords, name, examples), the simple-intent word lists'
+//! [`LexiconMatcher`] and [`normalize`].
+
+use crate::text::{Lexicon, Lexicons};
 
 /// A prepared search term: lower-cased, with its script class.
 #[derive(Debug, Clone)]
@@ -73,6 +76,31 @@ impl TermMatcher {
 /// Lower-case, drop whitespace and punctuation: the key used for example matching.
 pub fn normalize(text: &str) -> String {
     text.chars().filter(|c| c.is_alphanumeric()).flat_map(char::to_lowercase).collect()
+}
+
+/// The simple-intent word lists of a snapshot's texts ([`crate::text::Lexicons`]), prepared
+/// once per registry load.
+#[derive(Debug, Clone)]
+pub struct LexiconMatcher {
+    /// One list of terms per [`Lexicon`], in [`Lexicon::ALL`] order.
+    lists: Vec<Vec<Term>>,
+}
+
+impl LexiconMatcher {
+    /// Prepares every list of `lexicons`.
+    pub fn new(lexicons: &Lexicons) -> Self {
+        let lists = Lexicon::ALL
+            .iter()
+            .map(|l| lexicons.words(*l).iter().map(|w| Term::new(w)).filter(|t| !t.is_empty()).collect())
+            .collect();
+        Self { lists }
+    }
+
+    /// `true` when `lower_text` (already lower-cased) holds a word of `lexicon`.
+    pub fn matches(&self, lexicon: Lexicon, lower_text: &str) -> bool {
+        let index = Lexicon::ALL.iter().position(|l| *l == lexicon).unwrap_or_default();
+        self.lists.get(index).is_some_and(|terms| terms.iter().any(|t| find_term(lower_text, t).is_some()))
+    }
 }
 
 #[cfg(test)]

@@ -69,7 +69,9 @@ pub struct IntentResult {
     pub agents: Vec<String>,
     /// A simple intent, if one was recognized.
     pub simple: Option<SimpleIntent>,
-    /// The lowest confidence of the recognized cards; 1.0 for a simple intent, 0.3 for nothing.
+    /// The lowest confidence of the recognized cards; 1.0 for a simple intent, 0.3 for nothing
+    /// (the model's in LLM mode). Sent with two decimals.
+    #[serde(serialize_with = "crate::matching::serialize_confidence")]
     pub confidence: f32,
     /// Why (internal).
     pub reason: String,
@@ -82,6 +84,10 @@ pub struct IntentResult {
     pub resumes_pending: bool,
     /// The recognizer's best cards with confidence and evidence (selected, uncertain, negated).
     pub candidates: Vec<crate::matching::CardScore>,
+    /// The model's one sentence for the user about what it understood (LLM mode; not sent in
+    /// `state.intent`): the `intent_done` text of a fresh plan or a direct answer.
+    #[serde(skip)]
+    pub user_friendly_message: Option<String>,
 }
 
 /// Why a turn is handed to a human.
@@ -161,6 +167,7 @@ impl TurnDecision {
             lang,
             resumes_pending: false,
             candidates: Vec::new(),
+            user_friendly_message: None,
         };
         Self { intent, decision: Decision::Cancel }
     }
@@ -179,8 +186,8 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
     let lower = input.query.to_lowercase();
     let recognition = intent::recognize(registry, input.query);
     let hits = recognition.hits();
-    let simple = intent::simple_intent(&lower);
-    let cancel = intent::is_cancel(&lower);
+    let simple = intent::simple_intent(registry, &lower);
+    let cancel = intent::is_cancel(registry, &lower);
     let result = intent_result(&recognition, simple, &input);
     let src =
         KeySources { text: input.query, slots: input.slots, session_slots: input.session_slots, today: input.today };
@@ -363,6 +370,7 @@ fn intent_result(
         lang: input.lang,
         resumes_pending: false,
         candidates: recognition.top(intent::CANDIDATES_SHOWN),
+        user_friendly_message: None,
     }
 }
 

@@ -115,8 +115,10 @@ pub enum MissKind {
 }
 
 /// One entry of `metadata.semantic_info` (docs/events.md): parallel arrays in config order, `""`
-/// for a key without a widget.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// for a key without a widget. Serialized with `fe_wigdets_suggestion` too, a compatibility alias
+/// of `fe_widgets_suggestion` (the contract's examples spell it that way); reading ignores the
+/// alias.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct SemanticInfo {
     /// `miss`, `invalid` or `intent` (a did-you-mean question).
     #[serde(rename = "type")]
@@ -134,6 +136,33 @@ pub struct SemanticInfo {
     /// The capabilities offered by a did-you-mean question (`type: "intent"`), best first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub candidates: Vec<super::choice::ChoiceCandidate>,
+}
+
+impl Serialize for SemanticInfo {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        /// The wire form: the fields in order, then the alias.
+        #[derive(Serialize)]
+        struct Wire<'a> {
+            #[serde(rename = "type")]
+            kind: MissKind,
+            sub_agent_id: &'a str,
+            task_id: &'a str,
+            keys: &'a [String],
+            key_descriptions: &'a [String],
+            fe_widgets_suggestion: &'a [String],
+            fe_wigdets_suggestion: &'a [String],
+        }
+        Wire {
+            kind: self.kind,
+            sub_agent_id: &self.sub_agent_id,
+            task_id: &self.task_id,
+            keys: &self.keys,
+            key_descriptions: &self.key_descriptions,
+            fe_widgets_suggestion: &self.fe_widgets_suggestion,
+            fe_wigdets_suggestion: &self.fe_widgets_suggestion,
+        }
+        .serialize(s)
+    }
 }
 
 /// A task plan (docs/events.md).

@@ -20,7 +20,7 @@ use crate::config::{
     compile_schema, key_subschema, CapabilityCardSpec, ConfigError, ConfigErrors, LoadedConfig, PlannerSettings,
     Prompts, Protocol, SemanticKeySpec, SupervisorSettings,
 };
-use crate::matching::{Extractor, Recognizer, TermMatcher};
+use crate::matching::{Extractor, LexiconMatcher, Recognizer, TermMatcher};
 use crate::redact::Secrets;
 use crate::text::Texts;
 
@@ -121,6 +121,9 @@ pub struct Registry {
     pub sources: Vec<std::path::PathBuf>,
     /// The intent recognizer over the enabled, available cards, compiled for this snapshot.
     pub recognizer: Recognizer,
+    /// The simple-intent word lists of [`Registry::texts`] (shipped + `texts_dir/lexicons.txt`),
+    /// compiled for this snapshot.
+    pub lexicons: LexiconMatcher,
     /// Every value interpolated from `${ENV}` (never shown).
     pub secrets: Arc<Secrets>,
     agents: Vec<Arc<CapabilityCard>>,
@@ -193,6 +196,7 @@ impl Registry {
         let usable: Vec<&CapabilityCardSpec> =
             agents.iter().filter(|a| a.spec.enabled && a.unavailable.is_none()).map(|a| &a.spec).collect();
         let recognizer = Recognizer::new(&usable, &loaded.file.lists);
+        let lexicons = LexiconMatcher::new(loaded.texts.lexicons());
         Ok(Self {
             version,
             hash: loaded.hash,
@@ -205,6 +209,7 @@ impl Registry {
             texts: loaded.texts,
             sources: loaded.sources,
             recognizer,
+            lexicons,
             secrets,
             agents,
             index,

@@ -4,9 +4,13 @@
 //! The watcher watches the *directories* of every file the serving snapshot was built from
 //! (non-recursively), because editors and Kubernetes replace files by rename or by swapping the
 //! `..data` symlink rather than writing in place. Events are debounced (`notify-debouncer-mini`,
-//! 150 ms); an event leads to a reload only when a file the last attempt read (or tried to), the
-//! config or a watched directory changed on disk (metadata; reading the files is itself an event).
-//! Then everything is re-read and validated off the async runtime, and
+//! 150 ms); an event leads to a reload only when it names a file the serving snapshot or the last
+//! attempt read (or tried to), or an entry of a directory that attempt read (the texts
+//! directories), and the config or a file or directory the last attempt read changed on disk
+//! (metadata; reading the files is itself an event). Other files in the watched directories (a session
+//! database next to the config) never cause a reload. Then everything is re-read and validated off
+//! the async runtime — a file-triggered load that fails is read once more after [`SETTLE`] before
+//! it counts (a save in place is seen half-way as an empty file) — and
 //! [`RegistryHandle::apply`] swaps the snapshot only if the result is valid and different. A
 //! rejection with the same errors on the same config text as the last one is not counted or
 //! logged again.
@@ -27,6 +31,11 @@ pub mod snapshot;
 
 /// How long a burst of file events is coalesced before reloading.
 pub const DEBOUNCE: Duration = Duration::from_millis(150);
+
+/// How long a file-triggered load that failed waits before it reads the files once more and
+/// judges: a writer that truncates and then writes (saving in place) is seen half-way as an empty
+/// or cut-off file.
+pub const SETTLE: Duration = Duration::from_millis(500);
 
 /// A request to re-read the config.
 #[derive(Debug)]
@@ -72,34 +81,36 @@ impl Reloader {
 ///
 /// # Errors
 /// [`ReloadError`] when the file watcher cannot be created.
-pub fn spawn(handle: Arc<RegistryHandle>, path: PathBuf, watch_files: bool) -> Result<Reloader, ReloadError> {
+pub fn spawn(
+    handle: Arc<RegistryHandle>,
+    path: PathBuf,
+    watch_files: bool,
+    endpoints: Option<snapshot::EndpointOverride>,
+) -> Result<Reloader, ReloadError> {
     let path = std::path::absolute(&path).unwrap_or(path);
     let (tx, rx) = mpsc::unbounded_channel::<ReloadRequest>();
     let (fs_tx, fs_rx) = mpsc::unbounded_channel::<Vec<PathBuf>>();
-    let debouncer = if watch_files { Some(file_watcher(fs_tx)?) } else { None };
+    let debouncer = if watch_files {
+        Some(new_debouncer(DEBOUNCE, move |res: DebounceEventResult| match res {
+            Ok(events) => {
+                let _ = fs_tx.send(events.into_iter().map(|e| e.path).collect());
+            }
+            Err(e) => tracing::warn!(error = %e, "config watcher error"),
+        })?)
+    } else {
+        None
+    };
     // Registered before returning, so a SIGHUP sent right after start is not the default action
     // (terminate).
     #[cfg(unix)]
     forward_sighup(tx.clone());
     let reloader = Reloader { tx, watching: watch_files };
-    let state = ReloadLoop::new(handle, path, debouncer);
+    let state = ReloadLoop::new(handle, path, debouncer, endpoints);
     tokio::spawn(state.run(rx, fs_rx));
     Ok(reloader)
 }
 
-/// The debounced OS file watcher; each burst of events is sent to `fs_tx` as the changed paths.
-fn file_watcher(fs_tx: mpsc::UnboundedSender<Vec<PathBuf>>) -> Result<FileWatcher, ReloadError> {
-    Ok(new_debouncer(DEBOUNCE, move |res: DebounceEventResult| match res {
-        Ok(events) => {
-            let _ = fs_tx.send(events.into_iter().map(|e| e.path).collect());
-        }
-        Err(e) => tracing::warn!(error = %e, "config watcher error"),
-    })?)
-}
-
-type FileWatcher = notify_debouncer_mini::Debouncer<notify_debouncer_mini::notify::RecommendedWatcher>;
-
-/// Sends a reload request to `tx` on every `SIGHUP`.
+/// Sends a reload request for every SIGHUP.
 #[cfg(unix)]
 fn forward_sighup(tx: mpsc::UnboundedSender<ReloadRequest>) {
     match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
@@ -116,20 +127,23 @@ fn forward_sighup(tx: mpsc::UnboundedSender<ReloadRequest>) {
     }
 }
 
+/// The debounced watcher of the config's directories.
+type FileWatcher = notify_debouncer_mini::Debouncer<notify_debouncer_mini::notify::RecommendedWatcher>;
+
 /// The state of the reload loop (the only writer of the registry handle).
 struct ReloadLoop {
     handle: Arc<RegistryHandle>,
     /// The config file, absolute.
     path: PathBuf,
     debouncer: Option<FileWatcher>,
+    endpoints: Option<snapshot::EndpointOverride>,
     /// The directories watched now.
     watched: BTreeSet<PathBuf>,
     /// What the last attempt read or tried to read.
     touched: Vec<PathBuf>,
-    /// How those files (and the watched directories) looked when it started: a file event that
-    /// changed none of them is not a reason to reload (reading the files is itself a file event).
+    /// How those files looked when it started: a file event that changed none of them is not a
+    /// reason to reload (reading the files is itself a file event).
     last_stamp: BTreeMap<PathBuf, Option<FileStamp>>,
-    last_failed: bool,
     /// [`rejection_key`] of the last rejected attempt.
     last_rejection: Option<Vec<u8>>,
 }
@@ -137,14 +151,19 @@ struct ReloadLoop {
 impl ReloadLoop {
     /// Watches the serving snapshot's directories and stamps its files now, before any edit can
     /// come.
-    fn new(handle: Arc<RegistryHandle>, path: PathBuf, mut debouncer: Option<FileWatcher>) -> Self {
+    fn new(
+        handle: Arc<RegistryHandle>,
+        path: PathBuf,
+        mut debouncer: Option<FileWatcher>,
+        endpoints: Option<snapshot::EndpointOverride>,
+    ) -> Self {
         let mut watched: BTreeSet<PathBuf> = BTreeSet::new();
         if let Some(d) = debouncer.as_mut() {
             rewatch(d.watcher(), &mut watched, &watch_dirs(&path, &handle.load().sources));
         }
         let touched: Vec<PathBuf> = handle.load().sources.clone();
-        let last_stamp = stamp(&path, &touched, &watched);
-        Self { handle, path, debouncer, watched, touched, last_stamp, last_failed: false, last_rejection: None }
+        let last_stamp = stamp(&path, &touched);
+        Self { handle, path, debouncer, endpoints, watched, touched, last_stamp, last_rejection: None }
     }
 
     /// Serves reload requests and file events until both channels close.
@@ -168,23 +187,22 @@ impl ReloadLoop {
         }
     }
 
-    /// Whether a burst of file events at `paths` is a reason to reload.
+    /// Only the files the serving snapshot or the last attempt read (or tried to: after a
+    /// failure, a schema file added later) matter, and only when their stamps changed; other
+    /// files in the same directories (a session database, editor backups) never do.
     fn files_changed(&self, paths: &[PathBuf]) -> bool {
         let sources = self.handle.load().sources.clone();
-        // After a failure any change may be the fix (a schema file added later).
-        if !self.last_failed && !paths.iter().any(|p| relevant(p, &sources)) {
-            return false;
-        }
-        stamp(&self.path, &self.touched, &self.watched) != self.last_stamp
+        let touched = &self.touched;
+        paths.iter().any(|p| relevant(p, &sources) || relevant(p, touched) || in_dir(p, touched))
+            && stamp(&self.path, touched) != self.last_stamp
     }
 
-    /// One reload attempt: re-read, validate, swap if valid and different, answer `req.reply`.
+    /// One attempt: load (settled), then swap or reject, and answer the requester.
     async fn reload(&mut self, req: ReloadRequest) {
-        let before = stamp(&self.path, &self.touched, &self.watched);
-        let (result, now_touched) = snapshot::load_snapshot_traced(&self.path).await;
-        // Files the new content names that the last attempt did not read: stamped as they are
-        // now.
-        let mut after = stamp(&self.path, &now_touched, &self.watched);
+        let (before, result, now_touched) =
+            load_settled(&self.path, req.cause, &self.touched, self.endpoints.as_ref()).await;
+        // Files the new content names that the last attempt did not read: stamped as they are now.
+        let mut after = stamp(&self.path, &now_touched);
         after.extend(before);
         self.last_stamp = after;
         self.touched = now_touched;
@@ -203,7 +221,6 @@ impl ReloadLoop {
         }
         self.last_rejection = rejection;
         let outcome = self.handle.apply_checked(result, &routing_gate);
-        self.last_failed = matches!(outcome, ReloadOutcome::Rejected { .. });
         match &outcome {
             ReloadOutcome::Swapped { version, .. } => crate::metrics::reload("ok", *version),
             ReloadOutcome::Rejected { version, .. } => crate::metrics::reload("failed", *version),
@@ -219,6 +236,26 @@ impl ReloadLoop {
     }
 }
 
+/// How the files looked when the load began, the load's result and what it read. A
+/// file-triggered load that fails may have caught a save half-way (truncated, not yet written):
+/// it is read once more after [`SETTLE`], and that attempt is the one judged.
+async fn load_settled(
+    path: &Path,
+    cause: &str,
+    touched: &[PathBuf],
+    endpoints: Option<&snapshot::EndpointOverride>,
+) -> (Stamp, Result<crate::config::LoadedConfig, crate::config::ConfigErrors>, Vec<PathBuf>) {
+    let before = stamp(path, touched);
+    let (result, now_touched) = snapshot::load_snapshot_traced_with(path, endpoints).await;
+    if cause != "file" || result.is_ok() {
+        return (before, result, now_touched);
+    }
+    tokio::time::sleep(SETTLE).await;
+    let before = stamp(path, &now_touched);
+    let (result, now_touched) = snapshot::load_snapshot_traced_with(path, endpoints).await;
+    (before, result, now_touched)
+}
+
 /// The routing tests of a new snapshot, when its `supervisor.reload_requires_routing_tests` is on.
 fn routing_gate(registry: &crate::registry::Registry) -> Vec<crate::config::ConfigError> {
     if registry.settings.reload_requires_routing_tests {
@@ -228,15 +265,19 @@ fn routing_gate(registry: &crate::registry::Registry) -> Vec<crate::config::Conf
     }
 }
 
-/// How `config`, `touched` and `dirs` look on disk (metadata only: reading a file would itself be
-/// a file event).
-fn stamp(config: &Path, touched: &[PathBuf], dirs: &BTreeSet<PathBuf>) -> BTreeMap<PathBuf, Option<FileStamp>> {
+/// How `config` and `touched` (the files and directories the last attempt read or tried to read)
+/// look on disk (metadata only: reading a file would itself be a file event). The watched
+/// directories themselves are not stamped: other files coming and going in them (a session
+/// database's side files) are no change of the config.
+fn stamp(config: &Path, touched: &[PathBuf]) -> Stamp {
     std::iter::once(config)
         .chain(touched.iter().map(PathBuf::as_path))
-        .chain(dirs.iter().map(PathBuf::as_path))
         .map(|p| (p.to_path_buf(), std::fs::metadata(p).ok().map(|m| FileStamp::of(&m))))
         .collect()
 }
+
+/// How each file looked (`None`: absent), by path.
+type Stamp = BTreeMap<PathBuf, Option<FileStamp>>;
 
 /// Size, modification time and inode of a file or directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -303,6 +344,12 @@ fn relevant(changed: &Path, sources: &[PathBuf]) -> bool {
             s == changed
                 || (s.file_name() == changed.file_name() && s.parent().map(canon) == changed.parent().map(canon))
         })
+}
+
+/// `true` when `changed` is an entry of a directory the last attempt read (the texts directory
+/// and its locale directories: a new override file).
+fn in_dir(changed: &Path, touched: &[PathBuf]) -> bool {
+    changed.parent().is_some_and(|parent| touched.iter().any(|t| t.is_dir() && canon(t) == canon(parent)))
 }
 
 fn canon(p: &Path) -> PathBuf {

@@ -4,6 +4,7 @@
 //! [`crate::registry::Registry`] is the registry's job.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::config::{ConfigError, ConfigErrors, LoadedConfig};
 use crate::dispatch::a2a::resolve_agent_cards;
@@ -22,6 +23,29 @@ pub async fn load_snapshot(path: &Path) -> Result<LoadedConfig, ConfigErrors> {
 /// [`load_snapshot`], also returning every path the load read or tried to read
 /// ([`crate::config::load_traced`]), whether it succeeded or not.
 pub async fn load_snapshot_traced(path: &Path) -> (Result<LoadedConfig, ConfigErrors>, Vec<PathBuf>) {
+    load_snapshot_traced_with(path, None).await
+}
+
+/// Moves agent endpoints after every load: `(agent id, configured URL)` -> the URL to use
+/// instead, or `None` to keep it. `switchboard demo --agents-port-base` runs the sample agents on
+/// other ports than the config names with it; the config file is not changed.
+#[derive(Clone)]
+pub struct EndpointOverride(pub Arc<MoveEndpoint>);
+
+/// `(agent id, configured URL)` -> the URL to use instead, if any.
+pub type MoveEndpoint = dyn Fn(&str, &reqwest::Url) -> Option<reqwest::Url> + Send + Sync;
+
+impl std::fmt::Debug for EndpointOverride {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EndpointOverride")
+    }
+}
+
+/// [`load_snapshot_traced`], with the agent endpoints moved by `endpoints`.
+pub async fn load_snapshot_traced_with(
+    path: &Path,
+    endpoints: Option<&EndpointOverride>,
+) -> (Result<LoadedConfig, ConfigErrors>, Vec<PathBuf>) {
     let p = path.to_path_buf();
     let (result, touched) = match tokio::task::spawn_blocking(move || crate::config::load_traced(&p)).await {
         Ok(traced) => traced,
@@ -38,6 +62,13 @@ pub async fn load_snapshot_traced(path: &Path) -> (Result<LoadedConfig, ConfigEr
     };
     let result = match result {
         Ok(mut loaded) => {
+            if let Some(EndpointOverride(move_to)) = endpoints {
+                for card in &mut loaded.agents {
+                    if let Some(url) = move_to(&card.spec.id, &card.url) {
+                        card.url = url;
+                    }
+                }
+            }
             resolve_agent_cards(&mut loaded, DispatchLimits::default()).await;
             Ok(loaded)
         }
@@ -51,7 +82,15 @@ pub async fn load_snapshot_traced(path: &Path) -> (Result<LoadedConfig, ConfigEr
 /// # Errors
 /// Every config error.
 pub async fn open(path: &Path) -> Result<RegistryHandle, ConfigErrors> {
+    open_with(path, None).await
+}
+
+/// [`open`], with the agent endpoints moved by `endpoints`.
+///
+/// # Errors
+/// Every config error.
+pub async fn open_with(path: &Path, endpoints: Option<&EndpointOverride>) -> Result<RegistryHandle, ConfigErrors> {
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let loaded = load_snapshot(&path).await?;
+    let loaded = load_snapshot_traced_with(&path, endpoints).await.0?;
     Ok(RegistryHandle::new(Registry::from_config(loaded, 1)?))
 }

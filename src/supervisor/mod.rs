@@ -77,6 +77,9 @@ pub struct TurnStream {
     pub thread_id: String,
     /// The session id.
     pub session_id: String,
+    /// The turn's trace id (32 hex digits): the client's `traceparent` trace id, else a new one.
+    /// Sent back as header `x-trace-id` and in the first event's `metadata.trace_id`.
+    pub trace_id: String,
     /// The turn's events, ending with one `done`.
     pub events: mpsc::UnboundedReceiver<StageEvent>,
 }
@@ -105,16 +108,17 @@ impl Supervisor {
     pub fn start_turn(&self, req: TurnRequest) -> TurnStream {
         let thread_id = req.thread_id.clone().unwrap_or_else(|| format!("th_{}", uuid::Uuid::new_v4().simple()));
         let session_id = session_id(&req.user_id, &thread_id);
+        let trace_id = req.trace_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
         let (sink, events) = EventSink::new(&session_id, &thread_id);
+        let sink = sink.traced(&trace_id);
         let this = self.clone();
         let this_texts = self.registry.load();
         let tid = thread_id.clone();
+        let mut req = req;
+        req.trace_id = Some(trace_id.clone());
+        let span = tracing::info_span!("turn", trace_id = %trace_id, thread = %tid);
         self.turns.spawn(async move {
             let lang = Lang::detect(&req.query);
-            let trace_id = req.trace_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
-            let span = tracing::info_span!("turn", trace_id = %trace_id, thread = %tid);
-            let mut req = req;
-            req.trace_id = Some(trace_id);
             let inner = tokio::spawn(
                 {
                     let sink = sink.clone();
@@ -131,7 +135,7 @@ impl Supervisor {
             }
             crate::metrics::request(sink.done_stage().map_or("error", Stage::as_str));
         });
-        TurnStream { thread_id, session_id, events }
+        TurnStream { thread_id, session_id, trace_id, events }
     }
 
     async fn run_turn(&self, req: TurnRequest, thread_id: String, sink: EventSink) {

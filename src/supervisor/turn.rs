@@ -103,16 +103,17 @@ impl Supervisor {
             Decision::Plan { plan, found, mode } => {
                 self.planned(t, session, Planned { plan, found, mode }, expired).await
             }
-            Decision::Choose(question) => with_note(self.ask_choice(t, session, question)),
+            Decision::Choose(question) => self.ask_choice(t, session, question, expired),
         }
     }
 
     /// A did-you-mean question: counts its round (escalating when exhausted), stores it as the
     /// pending choice and ends the turn with its `semantic_info` (`type: "intent"`).
-    fn ask_choice(&self, t: &TurnCtx<'_>, session: &mut Session, question: IntentChoice) -> String {
+    fn ask_choice(&self, t: &TurnCtx<'_>, session: &mut Session, question: IntentChoice, expired: bool) -> String {
         let offered = choice::offered(t.registry, &question.candidates);
         if offered.is_empty() {
             let text = summarize::direct_answer(t.registry, crate::planner::SimpleIntent::OutOfScope, t.lang);
+            let text = if expired { expired_note(t, text) } else { text };
             t.sink.emit(StageEvent::new(Stage::Answer, text.clone()));
             return text;
         }
@@ -139,6 +140,8 @@ impl Supervisor {
         let (choice_id, expires_at) = conv.choice().map(|c| (c.choice_id.clone(), c.expires_at)).unzip();
         session.conversation = conv;
         let text = summarize::choice_text(t.registry.texts(), &offered, t.lang);
+        // The note of an expired clarification goes into the event the user reads.
+        let text = if expired { expired_note(t, text) } else { text };
         let info = summarize::choice_info(t.registry.texts(), &choice_id.unwrap_or_default(), offered, t.lang);
         let mut done = StageEvent::new(Stage::Answer, text.clone()).semantic_info(&[info]).state("did_you_mean", round);
         done.payload.clarification_expires_at = expires_at;
@@ -185,11 +188,16 @@ impl Supervisor {
             (_, Some(PlanMode::Resumed)) => t.text("stage-intent-resumed"),
             (_, Some(PlanMode::Chosen)) => t.text("stage-intent-chosen"),
             (Decision::Choose(_), _) => t.text("stage-intent-choice"),
+            // The model's own sentence (LLM mode) says more than the count.
+            (Decision::Plan { .. } | Decision::Direct(_), _) if turn.intent.user_friendly_message.is_some() => {
+                turn.intent.user_friendly_message.clone().unwrap_or_default()
+            }
             (Decision::Plan { plan, .. }, _) => {
                 t.registry.texts().get(t.lang, "stage-intent-found", &[("count", plan.total_tasks.into())])
             }
             _ => t.text("stage-intent-understood"),
         };
+        log_decision(t, turn, meta, mode);
         t.sink.emit(
             StageEvent::new(Stage::IntentDone, text)
                 .state("intent", &turn.intent)
@@ -315,4 +323,29 @@ fn plan_outcome(plan: &TaskPlan, mode: PlanMode, query: &str) -> PlanOutcome {
 /// `text` after the note that the earlier clarification expired.
 fn expired_note(t: &TurnCtx<'_>, text: String) -> String {
     t.registry.texts().get(t.lang, "answer-expired-note", &[("answer", text.into())])
+}
+
+/// One INFO line per routing decision, with the trace id: the intents, the decision, the plan
+/// mode (re-route, resume, ...), the planner and whether it was degraded.
+fn log_decision(t: &TurnCtx<'_>, turn: &TurnDecision, meta: &PlannerMeta, mode: Option<PlanMode>) {
+    let decision = match &turn.decision {
+        Decision::Escalate(_) => "escalate",
+        Decision::Direct(_) => "direct",
+        Decision::Cancel => "cancel",
+        Decision::Plan { .. } => "plan",
+        Decision::Choose(_) => "choose",
+    };
+    let simple = turn.intent.simple.map(|s| format!("{s:?}"));
+    tracing::info!(
+        trace_id = t.req.trace_id.as_deref().unwrap_or_default(),
+        intents = ?turn.intent.agents,
+        simple = simple.as_deref().unwrap_or("-"),
+        decision,
+        mode = ?mode,
+        planner = meta.planner,
+        degraded = meta.degraded,
+        reason = %turn.intent.reason,
+        planner_reason = meta.reason.as_deref().unwrap_or("-"),
+        "routing decision"
+    );
 }

@@ -122,6 +122,8 @@ fn inline_vars(inline: &ast::InlineExpression<&str>, out: &mut BTreeSet<String>)
 /// Cheap to share (`Arc`), `Send + Sync`.
 pub struct Texts {
     bundles: [Bundle; 2],
+    /// The word lists of simple intents: shipped, plus the operator's `lexicons.txt`.
+    lexicons: super::Lexicons,
     /// How many override files were applied.
     override_files: usize,
 }
@@ -251,7 +253,7 @@ impl Texts {
             }
             bundle
         });
-        Texts { bundles, override_files: overrides.len() }
+        Texts { bundles, lexicons: super::Lexicons::shipped().clone(), override_files: overrides.len() }
     }
 
     /// The message `id` in `lang`, with its placeholders filled from `args`
@@ -277,6 +279,21 @@ impl Texts {
             tracing::warn!(id, locale = lang.locale(), ?errors, "a text of the catalog did not format cleanly");
         }
         text.into_owned()
+    }
+
+    /// The word lists of simple intents (greeting, thanks, cancel words, …).
+    pub fn lexicons(&self) -> &super::Lexicons {
+        &self.lexicons
+    }
+
+    /// These texts with the words of the operator's lexicon file (`<texts_dir>/lexicons.txt`,
+    /// read from `path`) added to the shipped lists.
+    ///
+    /// # Errors
+    /// Every line of `source` that is not a list of a known name, with its line.
+    pub fn with_lexicon_file(mut self, path: &Path, source: &str) -> Result<Texts, Vec<TextError>> {
+        self.lexicons.add(path, source)?;
+        Ok(self)
     }
 
     /// `true` when the catalog has a message `id` (in every language).

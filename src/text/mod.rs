@@ -6,6 +6,9 @@
 //! ([`Texts::with_overrides`]); the registry snapshot holds the compiled [`Texts`], so one turn
 //! reads one consistent catalog and an edit hot-reloads with the config.
 //!
+//! The word lists of simple intents (greeting, thanks, cancel words, …) live next to the catalog:
+//! `locales/lexicons.txt`, extended by `<texts_dir>/lexicons.txt` ([`Lexicons`]).
+//!
 //! The language of a turn is the script of its query ([`Lang::detect`]): Chinese when it holds a
 //! CJK ideograph ([`is_cjk`]), English otherwise; a query without words keeps the conversation's
 //! language ([`Lang::of_turn`]).
@@ -13,8 +16,13 @@
 //! **Layering:** this is the lowest module of the crate; it imports no other `crate::` module.
 
 mod catalog;
+mod lexicon;
 
 pub use catalog::{read_overrides, OverrideFile, TextError, Texts};
+pub use lexicon::{Lexicon, Lexicons};
+
+/// The operator's lexicon file in `supervisor.texts_dir` (see [`Lexicons`]).
+pub const LEXICON_FILE: &str = "lexicons.txt";
 pub use fluent_bundle::FluentValue;
 
 use serde::Serialize;

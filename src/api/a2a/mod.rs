@@ -531,7 +531,7 @@ fn start(
         status: TaskStatus { state: TaskState::Submitted, message: None, timestamp: Some(chrono::Utc::now()) },
         artifacts: None,
         history: Some(history),
-        metadata: None,
+        metadata: Some(HashMap::from([("trace_id".to_string(), json!(turn.trace_id))])),
     };
     let updates = state.a2a_tasks.start(task.clone(), user);
     drive(state.clone(), task.id.clone(), user.to_string(), task.context_id.clone(), turn.events);
