@@ -43,21 +43,39 @@ pub async fn decide(
     input: TurnInput<'_>,
     history: &[HistoryEntry],
 ) -> (TurnDecision, PlannerMeta) {
+    let rules = planner::plan_turn(registry, input);
     let Some(llm) = llm else {
-        return (planner::plan_turn(registry, input), PlannerMeta::rule(None, false, None));
+        return (rules, PlannerMeta::rule(None, false, None));
     };
+    if let Some(why) = fast_path(&rules) {
+        return (rules, PlannerMeta::rule(Some(why.into()), false, None));
+    }
     match llm_decide(llm, registry, input, history).await {
         Ok((Some(turn), cache_hit)) => {
             (turn, PlannerMeta { planner: "llm", degraded: false, reason: None, cache_hit: Some(cache_hit) })
         }
-        Ok((None, cache_hit)) => (
-            planner::plan_turn(registry, input),
-            PlannerMeta::rule(Some("continuing the pending clarification".into()), false, Some(cache_hit)),
-        ),
+        Ok((None, cache_hit)) => {
+            (rules, PlannerMeta::rule(Some("continuing the pending clarification".into()), false, Some(cache_hit)))
+        }
         Err(reason) => {
             tracing::warn!(%reason, "LLM planner failed; the rule planner serves the turn");
-            (planner::plan_turn(registry, input), PlannerMeta::rule(Some(reason), true, None))
+            (rules, PlannerMeta::rule(Some(reason), true, None))
         }
+    }
+}
+
+/// Turns the rules decide before the model is asked (so a slow or wrong model cannot delay or
+/// override them): a request for a human or sensitive content (a human request always wins),
+/// cancel words, and a pure greeting, thanks or capabilities question. Returns why.
+fn fast_path(rules: &TurnDecision) -> Option<&'static str> {
+    match rules.decision {
+        Decision::Escalate(EscalationReason::UserRequested) => Some("fast path: the user asked for a human"),
+        Decision::Escalate(_) => Some("fast path: sensitive content"),
+        Decision::Cancel => Some("fast path: cancel words"),
+        Decision::Direct(SimpleIntent::Greeting | SimpleIntent::Thanks | SimpleIntent::Capabilities) => {
+            Some("fast path: greeting, thanks or a capabilities question")
+        }
+        _ => None,
     }
 }
 

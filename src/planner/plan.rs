@@ -134,7 +134,7 @@ pub struct SemanticInfo {
     /// Their widget ids, `""` for none.
     pub fe_widgets_suggestion: Vec<String>,
     /// The capabilities offered by a did-you-mean question (`type: "intent"`), best first.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub candidates: Vec<super::choice::ChoiceCandidate>,
 }
 
@@ -151,6 +151,8 @@ impl Serialize for SemanticInfo {
             key_descriptions: &'a [String],
             fe_widgets_suggestion: &'a [String],
             fe_wigdets_suggestion: &'a [String],
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            candidates: &'a [super::choice::ChoiceCandidate],
         }
         Wire {
             kind: self.kind,
@@ -160,6 +162,7 @@ impl Serialize for SemanticInfo {
             key_descriptions: &self.key_descriptions,
             fe_widgets_suggestion: &self.fe_widgets_suggestion,
             fe_wigdets_suggestion: &self.fe_widgets_suggestion,
+            candidates: &self.candidates,
         }
         .serialize(s)
     }

@@ -14,11 +14,36 @@ use crate::planner::{
 use crate::registry::Registry;
 use crate::text::{FluentValue, Lang, Texts};
 
+mod check;
+
+pub use check::{check_model_summary, CheckedSummary};
+
 /// The template summary of an executed plan.
 pub fn summary(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String {
+    let s = sections(registry, plan, lang);
+    let mut out: Vec<String> = [s.done, s.failed, s.needed].concat();
+    if out.is_empty() {
+        out.push(registry.texts().get(lang, "summary-nothing", &[]));
+    }
+    out.join("\n")
+}
+
+/// The parts of a template summary, each with its header line, empty when there is nothing to say.
+#[derive(Debug, Clone, Default)]
+pub struct Sections {
+    /// What was done (the agents' own messages).
+    pub done: Vec<String>,
+    /// What failed or was skipped, and why.
+    pub failed: Vec<String>,
+    /// What is still needed, with examples.
+    pub needed: Vec<String>,
+}
+
+/// The template summary's sections for `plan`.
+pub fn sections(registry: &Registry, plan: &TaskPlan, lang: Lang) -> Sections {
     let texts = registry.texts();
     let text = |id: &str, args: &[(&str, FluentValue<'_>)]| texts.get(lang, id, args);
-    let mut out: Vec<String> = Vec::new();
+    let mut out = Sections::default();
 
     let done: Vec<String> = plan
         .sub_tasks
@@ -30,8 +55,8 @@ pub fn summary(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String {
         })
         .collect();
     if !done.is_empty() {
-        out.push(text("summary-done-header", &[]));
-        out.extend(done);
+        out.done.push(text("summary-done-header", &[]));
+        out.done.extend(done);
     }
 
     let failed: Vec<String> = plan
@@ -44,8 +69,8 @@ pub fn summary(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String {
         })
         .collect();
     if !failed.is_empty() {
-        out.push(text("summary-failed-header", &[]));
-        out.extend(failed);
+        out.failed.push(text("summary-failed-header", &[]));
+        out.failed.extend(failed);
     }
 
     let (mut needed, examples) = still_needed(registry, plan, lang);
@@ -56,18 +81,14 @@ pub fn summary(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String {
         }
     }
     if !needed.is_empty() {
-        out.push(text("summary-needed-header", &[]));
-        out.extend(needed);
+        out.needed.push(text("summary-needed-header", &[]));
+        out.needed.extend(needed);
         if !examples.is_empty() {
             let examples = examples.join(&text("summary-example-separator", &[]));
-            out.push(text("summary-needed-hint", &[("examples", examples.into())]));
+            out.needed.push(text("summary-needed-hint", &[("examples", examples.into())]));
         }
     }
-
-    if out.is_empty() {
-        out.push(text("summary-nothing", &[]));
-    }
-    out.join("\n")
+    out
 }
 
 /// The blocked keys as user lines (`- 入住城市（例如：北京）`), and their examples.

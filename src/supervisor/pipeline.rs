@@ -69,7 +69,11 @@ impl Supervisor {
             match summary.instrument(tracing::info_span!("stage", name = "summarize")).await {
                 Ok(text) => {
                     crate::metrics::stage("summarize", started.elapsed());
-                    return (text, "llm");
+                    let checked = summarize::check_model_summary(registry, plan, lang, text);
+                    if let summarize::CheckedSummary::Rejected { claim, .. } = &checked {
+                        tracing::warn!(%claim, "the model's summary reports unfinished work as done; using the template");
+                    }
+                    return checked.into_parts();
                 }
                 Err(e) => tracing::warn!(error = %e, "model summary failed; using the template"),
             }
