@@ -468,3 +468,74 @@ async fn without_a_model_configured_the_rule_planner_serves_undegraded() {
     let meta = &of_stage(&events, "intent_done")[0]["metadata"]["state"];
     assert_eq!((meta["planner"].as_str(), meta["degraded"].as_bool()), (Some("rule"), Some(false)));
 }
+
+#[tokio::test]
+async fn greetings_cancel_words_and_human_requests_never_wait_for_the_model() {
+    let t = spawn_llm_app(|_| {}).await;
+    // A hanging model and one that would route elsewhere: neither is asked.
+    t.script(Kind::Intent, vec![Reply::Hang, Reply::Json(good_intent())]);
+    for (query, stage, planner_reason) in [
+        ("你好", "answer", "fast path: greeting, thanks or a capabilities question"),
+        ("你能做什么", "answer", "fast path: greeting, thanks or a capabilities question"),
+        ("转人工，顺便查一下航班CA1234", "escalated", "fast path: the user asked for a human"),
+        ("取消", "answer", "fast path: cancel words"),
+    ] {
+        let events = t.app.ask(query, None).await;
+        assert_eq!(done(&events)["stage"], stage, "{query}");
+        let meta = intent_meta(&events);
+        assert_eq!((meta["planner"].as_str(), meta["degraded"].as_bool()), (Some("rule"), Some(false)), "{query}");
+        assert_eq!(meta["planner_reason"], planner_reason, "{query}");
+    }
+    assert!(t.script.requests(Kind::Intent).is_empty(), "the model was never asked");
+    assert!(t.app.calls("flight_agent").is_empty());
+}
+
+fn hotel_intent() -> Value {
+    json!({ "intent": ["hotel_agent"], "confidence": 0.9, "reason": "订酒店", "rewritten_query": "帮我订个酒店" })
+}
+
+fn hotel_plan() -> Value {
+    json!({ "sub_tasks": [{ "task_id": "task_1", "assigned_agent": "hotel_agent", "description": "订酒店",
+                            "inputs": { "message": "帮我订个酒店" }, "dependencies": [] }], "reasoning": "一个需求" })
+}
+
+#[tokio::test]
+async fn a_model_summary_that_lies_or_leaves_out_facts_is_corrected() {
+    let t = spawn_llm_app(|_| {}).await;
+    // A lying model: the blocked booking is reported as done -> the template (the streamed deltas
+    // were shown as they came; the final answer is authoritative).
+    t.script(Kind::Intent, vec![Reply::Json(hotel_intent())]);
+    t.script(Kind::Plan, vec![Reply::Json(hotel_plan())]);
+    t.script(Kind::Summary, vec![Reply::Stream(vec!["好的，已为您预订好酒店，", "祝您入住愉快！"])]);
+    let events = t.app.ask("帮我订个酒店", None).await;
+    let answer = done(&events);
+    assert_eq!(answer["metadata"]["state"]["summarizer"], "template", "{answer:#}");
+    let text = answer["content"].as_str().unwrap();
+    assert!(!text.contains("已为您预订") && text.contains("还需要您提供") && text.contains("入住城市"), "{text}");
+
+    // A model that rephrases but leaves out what is needed: its text, then the template's list.
+    t.script(Kind::Intent, vec![Reply::Json(hotel_intent())]);
+    t.script(Kind::Plan, vec![Reply::Json(hotel_plan())]);
+    t.script(Kind::Summary, vec![Reply::Stream(vec!["酒店这边", "还差一点信息。"])]);
+    let events = t.app.ask("帮我订个酒店", None).await;
+    let answer = done(&events);
+    assert_eq!(answer["metadata"]["state"]["summarizer"], "llm+template", "{answer:#}");
+    let text = answer["content"].as_str().unwrap();
+    assert!(
+        text.starts_with("酒店这边还差一点信息。") && text.contains("入住城市") && text.contains("入住日期"),
+        "{text}"
+    );
+
+    // A model that states every fact is kept as written.
+    t.script(Kind::Intent, vec![Reply::Json(hotel_intent())]);
+    t.script(Kind::Plan, vec![Reply::Json(hotel_plan())]);
+    let honest = "酒店还没有预订：请告诉我入住城市和入住日期。";
+    t.script(Kind::Summary, vec![Reply::Stream(vec!["酒店还没有预订：", "请告诉我入住城市和入住日期。"])]);
+    let answer = done(&t.app.ask("帮我订个酒店", None).await).clone();
+    assert_eq!(
+        (answer["content"].as_str(), answer["metadata"]["state"]["summarizer"].as_str()),
+        (Some(honest), Some("llm"))
+    );
+    assert!(t.app.calls("hotel_agent").is_empty());
+    assert_eq!(t.script.requests(Kind::Summary).len(), 3, "every summary came from the model");
+}

@@ -63,8 +63,24 @@ const DONE: &[&str] = &[
     "done",
 ];
 const NEGATED: &[&str] = &[
-    "未", "没有", "没能", "无法", "不能", "尚未", "还没", "失败", "需要您", "请提供", "not ", "n't", "unable", "failed",
-    "yet", "need ", "needs ", "please ",
+    "未",
+    "没有",
+    "没能",
+    "无法",
+    "不能",
+    "尚未",
+    "还没",
+    "失败",
+    "需要您",
+    "请提供",
+    "not ",
+    "n't",
+    "unable",
+    "failed",
+    "yet",
+    "need ",
+    "needs ",
+    "please ",
 ];
 
 /// Checks the model's `text` against `plan` (see the module docs).
@@ -93,8 +109,9 @@ pub fn check_model_summary(registry: &Registry, plan: &TaskPlan, lang: Lang, tex
     if !failed_told {
         appended.extend(sections.failed);
     }
-    let needed_told = plan.semantic_info.iter().flat_map(|i| &i.key_descriptions).all(|d| lower.contains(&d.to_lowercase()))
-        && plan.remote_questions().iter().all(|q| text.contains(q.question.as_str()));
+    let needed_told =
+        plan.semantic_info.iter().flat_map(|i| &i.key_descriptions).all(|d| lower.contains(&d.to_lowercase()))
+            && plan.remote_questions().iter().all(|q| text.contains(q.question.as_str()));
     if !needed_told {
         appended.extend(sections.needed);
     }
@@ -120,9 +137,10 @@ fn false_claim(registry: &Registry, text: &str, unfinished: &[&str]) -> Option<S
             let named = |id: &str| {
                 rec.selected.iter().any(|s| s.id == id)
                     || rec.uncertain.iter().any(|s| s.id == id)
-                    || rec.candidates.iter().any(|s| {
-                        s.id == id && s.evidence.iter().any(|e| matches!(e, Evidence::Keyword { .. }))
-                    })
+                    || rec
+                        .candidates
+                        .iter()
+                        .any(|s| s.id == id && s.evidence.iter().any(|e| matches!(e, Evidence::Keyword { .. })))
             };
             unfinished.iter().any(|a| named(a))
         })
