@@ -205,6 +205,8 @@ pub struct EscalationCard {
     pub user_id: String,
     /// The thread.
     pub thread_id: String,
+    /// `urgent` (self-harm: a human must take it at once) or `normal` (extension).
+    pub priority: &'static str,
 }
 
 impl StageEvent {

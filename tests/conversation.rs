@@ -311,3 +311,38 @@ async fn a_did_you_mean_question_is_cancelled_expired_and_asked_again_like_a_cla
     assert!(done(&events)["content"].as_str().unwrap().contains("超时"), "{}", done(&events)["content"]);
     assert!(app.calls("hotel_agent").is_empty() && app.calls("weather_agent").is_empty());
 }
+
+#[tokio::test]
+async fn self_harm_anger_and_abuse_get_the_right_care_and_precise_reasons() {
+    let app = spawn_app().await;
+    let events = app.ask("我最近压力太大了，我想自杀", None).await;
+    let d = done(&events);
+    assert_eq!(d["stage"], "escalated");
+    let text = d["content"].as_str().unwrap();
+    assert!(text.contains("400-161-9995") && text.contains("120"), "help resources: {text}");
+    let card = &d["metadata"]["state"]["escalation"];
+    assert_eq!((card["reason"].as_str(), card["priority"].as_str()), (Some("self_harm"), Some("urgent")), "{card}");
+    assert!(card["summary"].as_str().unwrap().contains("紧急"), "{card}");
+
+    let events = app.ask("I want to end my life", None).await;
+    let d = done(&events);
+    assert_eq!(d["metadata"]["state"]["escalation"]["reason"], "self_harm");
+    assert!(d["content"].as_str().unwrap().contains("988"), "{}", d["content"]);
+
+    // Anger: an apology and a human offered, not the capability list.
+    let events = app.ask("气死我了，什么破服务", None).await;
+    let d = done(&events);
+    assert_eq!(d["stage"], "answer");
+    let text = d["content"].as_str().unwrap();
+    assert!(text.contains("抱歉") && text.contains("转人工") && !text.contains("我可以帮您"), "{text}");
+
+    // Abuse: handed over, labelled as such (not "用户请求").
+    let events = app.ask("你这个傻逼客服", None).await;
+    let card = &done(&events)["metadata"]["state"]["escalation"];
+    assert_eq!((card["reason"].as_str(), card["priority"].as_str()), (Some("abusive"), Some("normal")));
+    let summary = card["summary"].as_str().unwrap();
+    assert!(summary.contains("辱骂") && !summary.starts_with("用户请求"), "{summary}");
+    // A request for a human says so.
+    let card = done(&app.ask("转人工", None).await)["metadata"]["state"]["escalation"].clone();
+    assert!(card["summary"].as_str().unwrap().contains("人工"), "{card}");
+}

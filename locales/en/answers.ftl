@@ -51,6 +51,8 @@ direct-capabilities =
 direct-chitchat =
     I'm your assistant, best at getting things done. For example:
     { $capabilities }
+direct-angry =
+    I'm really sorry for the trouble, and I understand how frustrating this is. Tell me what you need and I'll do my best — or reply "human agent" and a person will take over.
 direct-out-of-scope =
     Sorry, that is outside what I can handle. I can help you with:
     { $capabilities }
@@ -78,6 +80,17 @@ choice-key-description = What you would like to do
 
 escalation-user-requested = Sure, I'm handing you over to a human agent. Please hold on.
 escalation-sensitive = A human agent will take this from here. Please hold on.
+escalation-self-harm =
+    I'm really sorry you're feeling this way, and I'm worried about you. You don't have to go through this alone — please reach out now:
+    - Call or text your local crisis line (in the US: 988; in the UK and Ireland: Samaritans 116 123).
+    - If you are in immediate danger, call your local emergency number.
+    I'm connecting you with a human agent right away.
+escalation-abusive = I'm sorry this has been frustrating. A human agent will take it from here. Please hold on.
+# Summaries for the human agent, by reason. $query: what the user wrote.
+escalation-summary-user-requested = The user asked for a human: { $query }
+escalation-summary-sensitive = The message has sensitive content and needs a human's judgement: { $query }
+escalation-summary-self-harm = [URGENT] The user expressed thoughts of self-harm; follow up at once: { $query }
+escalation-summary-abusive = The user is upset and used abusive language: { $query }
 escalation-repeated-failures = Sorry, I could not get this done several times in a row. I'm handing you over to a human agent.
 escalation-clarification-exhausted = It seems we could not settle the details I need. I'm handing you over to a human agent.
 # The escalation card's summary for the human agent. $query: what the user wrote.

@@ -51,6 +51,8 @@ direct-capabilities =
 direct-chitchat =
     我是您的智能助理，更擅长帮您办事。比如：
     { $capabilities }
+direct-angry =
+    非常抱歉给您带来了不好的体验，我理解您的心情。我会尽力帮您解决：请告诉我您想办理的事情；如果您希望由人工客服处理，请回复“转人工”。
 direct-out-of-scope =
     抱歉，这个问题超出了我能处理的范围。我可以帮您：
     { $capabilities }
@@ -78,6 +80,18 @@ choice-key-description = 您想办理的事项
 
 escalation-user-requested = 好的，正在为您转接人工客服，请稍候。
 escalation-sensitive = 这个问题需要人工客服来处理，正在为您转接，请稍候。
+escalation-self-harm =
+    听到您这样说，我很担心您。您并不孤单，请马上和能帮助您的人聊一聊：
+    - 全国心理援助热线：400-161-9995（24 小时）
+    - 北京心理危机研究与干预中心：010-82951332
+    - 如果您有立即的危险，请拨打 120 或 110。
+    我正在为您优先转接人工客服，请稍候。
+escalation-abusive = 抱歉让您不满意了。为了更好地帮您解决问题，正在为您转接人工客服，请稍候。
+# Summaries for the human agent, by reason. $query: what the user wrote.
+escalation-summary-user-requested = 用户要求人工服务：{ $query }
+escalation-summary-sensitive = 用户消息包含敏感内容，需要人工判断：{ $query }
+escalation-summary-self-harm = 【紧急】用户表达了自我伤害的想法，请立即跟进：{ $query }
+escalation-summary-abusive = 用户情绪激动，使用了辱骂性语言：{ $query }
 escalation-repeated-failures = 抱歉，连续几次都没能帮您办成，正在为您转接人工客服，请稍候。
 escalation-clarification-exhausted = 看起来我们没能确认所需的信息，正在为您转接人工客服，请稍候。
 # The escalation card's summary for the human agent. $query: what the user wrote.

@@ -65,16 +65,18 @@ pub async fn decide(
 }
 
 /// Turns the rules decide before the model is asked (so a slow or wrong model cannot delay or
-/// override them): a request for a human or sensitive content (a human request always wins),
-/// cancel words, and a pure greeting, thanks or capabilities question. Returns why.
+/// override them): a request for a human, self-harm, abuse or sensitive content (a human request
+/// always wins), cancel words, an upset user, and a pure greeting, thanks or capabilities
+/// question. Returns why.
 fn fast_path(rules: &TurnDecision) -> Option<&'static str> {
     match rules.decision {
         Decision::Escalate(EscalationReason::UserRequested) => Some("fast path: the user asked for a human"),
-        Decision::Escalate(_) => Some("fast path: sensitive content"),
+        Decision::Escalate(_) => Some("fast path: self-harm, abuse or sensitive content"),
         Decision::Cancel => Some("fast path: cancel words"),
         Decision::Direct(SimpleIntent::Greeting | SimpleIntent::Thanks | SimpleIntent::Capabilities) => {
             Some("fast path: greeting, thanks or a capabilities question")
         }
+        Decision::Direct(SimpleIntent::Angry) => Some("fast path: an upset user"),
         _ => None,
     }
 }

@@ -31,16 +31,25 @@ pub enum SimpleIntent {
     ChitChat,
     /// The user asks for a human -> escalation.
     HumanRequested,
-    /// Abusive or sensitive content -> escalation.
+    /// Dangerous or sensitive content -> escalation.
     Sensitive,
+    /// Thoughts of self-harm -> a safety message and an urgent escalation.
+    SelfHarm,
+    /// Insults and abuse -> escalation.
+    Abusive,
+    /// Frustration or anger -> an apology and a human offered.
+    Angry,
     /// Nothing matched: a polite answer listing what is possible.
     OutOfScope,
 }
 
 /// The simple intents of the word lists, in the order they are checked.
-const PRIORITY: [(Lexicon, SimpleIntent); 6] = [
+const PRIORITY: [(Lexicon, SimpleIntent); 9] = [
+    (Lexicon::SelfHarm, SimpleIntent::SelfHarm),
     (Lexicon::Sensitive, SimpleIntent::Sensitive),
+    (Lexicon::Abuse, SimpleIntent::Abusive),
     (Lexicon::Human, SimpleIntent::HumanRequested),
+    (Lexicon::Anger, SimpleIntent::Angry),
     (Lexicon::Capabilities, SimpleIntent::Capabilities),
     (Lexicon::ChitChat, SimpleIntent::ChitChat),
     (Lexicon::Greeting, SimpleIntent::Greeting),
@@ -91,7 +100,11 @@ mod tests {
         assert_eq!(simple("谢谢你"), Some(SimpleIntent::Thanks));
         assert_eq!(simple("我要转人工"), Some(SimpleIntent::HumanRequested));
         assert_eq!(simple("what can you do?"), Some(SimpleIntent::Capabilities));
-        assert_eq!(simple("你这个傻逼"), Some(SimpleIntent::Sensitive));
+        assert_eq!(simple("你这个傻逼"), Some(SimpleIntent::Abusive));
+        assert_eq!(simple("我想自杀"), Some(SimpleIntent::SelfHarm));
+        assert_eq!(simple("I want to end my life"), Some(SimpleIntent::SelfHarm));
+        assert_eq!(simple("气死我了，什么破服务"), Some(SimpleIntent::Angry));
+        assert_eq!(simple("箱子里有炸弹"), Some(SimpleIntent::Sensitive));
         assert_eq!(simple("tell me a joke"), Some(SimpleIntent::ChitChat));
         assert_eq!(simple("量子力学是什么"), None);
         // Issue 17 #12: the cancel words of the contract's scenarios.

@@ -96,8 +96,12 @@ pub struct IntentResult {
 pub enum EscalationReason {
     /// The user asked for a human.
     UserRequested,
-    /// Abusive or sensitive content.
+    /// Dangerous or sensitive content.
     Sensitive,
+    /// Thoughts of self-harm: urgent (the escalation card's `priority`).
+    SelfHarm,
+    /// Insults and abuse.
+    Abusive,
     /// `escalate_after_failures` consecutive turns in which no sub-task succeeded.
     RepeatedFailures,
     /// `max_clarification_rounds` asks for the same keys went unanswered.
@@ -193,14 +197,15 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
         KeySources { text: input.query, slots: input.slots, session_slots: input.session_slots, today: input.today };
     let decide = decided;
 
-    match simple {
-        Some(SimpleIntent::Sensitive) => {
-            return decide(result, "sensitive content", Decision::Escalate(EscalationReason::Sensitive))
-        }
-        Some(SimpleIntent::HumanRequested) => {
-            return decide(result, "the user asked for a human", Decision::Escalate(EscalationReason::UserRequested))
-        }
-        _ => {}
+    let escalation = match simple {
+        Some(SimpleIntent::SelfHarm) => Some((EscalationReason::SelfHarm, "thoughts of self-harm")),
+        Some(SimpleIntent::Sensitive) => Some((EscalationReason::Sensitive, "sensitive content")),
+        Some(SimpleIntent::Abusive) => Some((EscalationReason::Abusive, "abusive language")),
+        Some(SimpleIntent::HumanRequested) => Some((EscalationReason::UserRequested, "the user asked for a human")),
+        _ => None,
+    };
+    if let Some((reason, why)) = escalation {
+        return decide(result, why, Decision::Escalate(reason));
     }
 
     if let Some(choice) = input.choice.filter(|c| !c.candidates.is_empty()) {

@@ -188,7 +188,12 @@ pub fn direct_answer(registry: &Registry, intent: SimpleIntent, lang: Lang) -> S
         SimpleIntent::Thanks => "direct-thanks",
         SimpleIntent::Capabilities => "direct-capabilities",
         SimpleIntent::ChitChat => "direct-chitchat",
-        SimpleIntent::HumanRequested | SimpleIntent::Sensitive | SimpleIntent::OutOfScope => "direct-out-of-scope",
+        SimpleIntent::Angry => "direct-angry",
+        SimpleIntent::HumanRequested
+        | SimpleIntent::Sensitive
+        | SimpleIntent::SelfHarm
+        | SimpleIntent::Abusive
+        | SimpleIntent::OutOfScope => "direct-out-of-scope",
     };
     registry.texts().get(lang, id, &[("capabilities", capabilities(registry, lang).into())])
 }
@@ -198,10 +203,34 @@ pub fn escalation_text(texts: &Texts, reason: EscalationReason, lang: Lang) -> S
     let id = match reason {
         EscalationReason::UserRequested => "escalation-user-requested",
         EscalationReason::Sensitive => "escalation-sensitive",
+        EscalationReason::SelfHarm => "escalation-self-harm",
+        EscalationReason::Abusive => "escalation-abusive",
         EscalationReason::RepeatedFailures => "escalation-repeated-failures",
         EscalationReason::ClarificationRoundsExhausted => "escalation-clarification-exhausted",
     };
     texts.get(lang, id, &[])
+}
+
+/// The escalation card's summary for the human agent: what happened, by reason, with the user's
+/// words (`escalation-summary-*`).
+pub fn escalation_summary(texts: &Texts, reason: EscalationReason, query: &str, lang: Lang) -> String {
+    let id = match reason {
+        EscalationReason::UserRequested => "escalation-summary-user-requested",
+        EscalationReason::Sensitive => "escalation-summary-sensitive",
+        EscalationReason::SelfHarm => "escalation-summary-self-harm",
+        EscalationReason::Abusive => "escalation-summary-abusive",
+        EscalationReason::RepeatedFailures | EscalationReason::ClarificationRoundsExhausted => "escalation-summary",
+    };
+    texts.get(lang, id, &[("query", query.into())])
+}
+
+/// `urgent` for a hand-over a human must take at once (self-harm), else `normal`.
+pub fn escalation_priority(reason: EscalationReason) -> &'static str {
+    if reason == EscalationReason::SelfHarm {
+        "urgent"
+    } else {
+        "normal"
+    }
 }
 
 /// The answer to cancel words: what was dropped, or that nothing was pending.

@@ -73,8 +73,7 @@ impl Supervisor {
         let with_note = |text: String| if expired { expired_note(t, text) } else { text };
         match turn.decision {
             Decision::Escalate(reason) => {
-                let summary =
-                    t.registry.texts().get(t.lang, "escalation-summary", &[("query", t.req.query.as_str().into())]);
+                let summary = summarize::escalation_summary(t.registry.texts(), reason, &t.req.query, t.lang);
                 let pending = session.conversation.pending().map(|p| p.tasks.clone());
                 self.escalate(t, session, reason, summary, pending.as_deref())
             }
@@ -289,6 +288,7 @@ impl Supervisor {
             pending: pending.map(<[SubTask]>::to_vec),
             user_id: session.user_id.clone(),
             thread_id: session.thread_id.clone(),
+            priority: summarize::escalation_priority(reason),
         };
         t.sink.emit(StageEvent::new(Stage::Escalated, text.clone()).escalation(card));
         text

@@ -14,8 +14,12 @@ use super::TextError;
 /// One word list of the lexicon file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lexicon {
-    /// Abusive or sensitive content (`sensitive`).
+    /// Thoughts of self-harm (`self_harm`): a safety message and an urgent hand-over.
+    SelfHarm,
+    /// Dangerous or sensitive content (`sensitive`).
     Sensitive,
+    /// Insults and abuse (`abuse`).
+    Abuse,
     /// A request for a human (`human`).
     Human,
     /// "What can you do?" (`capabilities`).
@@ -26,15 +30,20 @@ pub enum Lexicon {
     Greeting,
     /// 谢谢 / thanks (`thanks`).
     Thanks,
+    /// Frustration and anger without abuse (`anger`): an apology and a human offered.
+    Anger,
     /// Cancel words: drop the pending clarification (`cancel`).
     Cancel,
 }
 
 impl Lexicon {
     /// Every list, in the order the rule planner checks the simple intents (cancel last).
-    pub const ALL: [Lexicon; 7] = [
+    pub const ALL: [Lexicon; 10] = [
+        Lexicon::SelfHarm,
         Lexicon::Sensitive,
+        Lexicon::Abuse,
         Lexicon::Human,
+        Lexicon::Anger,
         Lexicon::Capabilities,
         Lexicon::ChitChat,
         Lexicon::Greeting,
@@ -45,7 +54,10 @@ impl Lexicon {
     /// Its name in the lexicon file.
     pub fn name(self) -> &'static str {
         match self {
+            Self::SelfHarm => "self_harm",
             Self::Sensitive => "sensitive",
+            Self::Abuse => "abuse",
+            Self::Anger => "anger",
             Self::Human => "human",
             Self::Capabilities => "capabilities",
             Self::ChitChat => "chit_chat",
@@ -75,7 +87,7 @@ static SHIPPED: LazyLock<Lexicons> = LazyLock::new(|| {
 /// The words of every [`Lexicon`], lower-cased, without duplicates, in file order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Lexicons {
-    words: [Vec<String>; 7],
+    words: [Vec<String>; Lexicon::ALL.len()],
 }
 
 impl Lexicons {
