@@ -346,3 +346,21 @@ async fn self_harm_anger_and_abuse_get_the_right_care_and_precise_reasons() {
     let card = done(&app.ask("转人工", None).await)["metadata"]["state"]["escalation"].clone();
     assert!(card["summary"].as_str().unwrap().contains("人工"), "{card}");
 }
+
+#[tokio::test]
+async fn late_values_after_an_expiry_are_offered_to_restart_the_request() {
+    let app = spawn_app_with(Setup::default(), |c| c["supervisor"]["clarification_timeout"] = json!("300ms")).await;
+    let th = thread(&app.ask("帮我订个酒店", None).await);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let events = app.ask("北京，明天入住", Some(&th)).await;
+    let text = done(&events)["content"].as_str().unwrap().to_string();
+    assert!(text.contains("超时") && text.contains("酒店") && text.contains("重新"), "restated and offered: {text}");
+    assert!(!text.contains("我可以帮您"), "not the out-of-scope list: {text}");
+    assert!(app.calls("hotel_agent").is_empty(), "nothing runs without a yes");
+    // "是" restarts it with the values given late.
+    let events = app.ask("是", Some(&th)).await;
+    done(&events);
+    let calls = app.calls("hotel_agent");
+    assert_eq!(calls.len(), 1, "{events:#?}");
+    assert_eq!(calls[0].body["inputs"]["city"], "北京");
+}

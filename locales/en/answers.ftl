@@ -32,10 +32,12 @@ ask-key-for = - { $key } (for: { $task })
 ask-key-for-example = - { $key } (for: { $task }; e.g. { $example })
 ask-key-invalid = - { $key }: the value given cannot be used, please give it again
 ask-key-invalid-example = - { $key }: the value given cannot be used, please give it again (e.g. { $example })
-# An answer given after the pending clarification expired. $answer: the answer itself.
+# An answer given after the pending clarification expired. $tasks: what it was; $answer: the answer itself.
 answer-expired-note =
-    (Your earlier request timed out waiting for details and was dropped.)
+    (Your earlier request — { $tasks } — timed out waiting for details and was dropped.)
     { $answer }
+# The late answer to an expired request brings its values. $tasks: what the request was.
+answer-expired-restart = Your earlier request — { $tasks } — timed out waiting for details and was dropped. Shall I start it again with the details you just gave? Reply "yes" to restart, or tell me what you need now.
 
 ## Direct answers to simple intents
 

@@ -32,10 +32,12 @@ ask-key-for = - { $key }（用于{ $task }）
 ask-key-for-example = - { $key }（用于{ $task }，例如：{ $example }）
 ask-key-invalid = - { $key }：您提供的值无法使用，请重新提供
 ask-key-invalid-example = - { $key }：您提供的值无法使用，请重新提供（例如：{ $example }）
-# An answer given after the pending clarification expired. $answer: the answer itself.
+# An answer given after the pending clarification expired. $tasks: what it was; $answer: the answer itself.
 answer-expired-note =
-    （您之前的请求等待补充信息超时，已自动取消。）
+    （您之前的请求「{ $tasks }」等待补充信息超时，已自动取消。）
     { $answer }
+# The late answer to an expired request brings its values. $tasks: what the request was.
+answer-expired-restart = 您之前的请求「{ $tasks }」等待补充信息超时，已自动取消。要用您刚才提供的信息重新办理吗？回复“是”即可重新开始，或直接告诉我新的需求。
 
 ## Direct answers to simple intents
 

@@ -72,7 +72,8 @@ pub fn offered(registry: &Registry, candidates: &[String]) -> Vec<ChoiceCandidat
 }
 
 /// Which candidate the user's answer picks, if any: the `intent` slot naming a candidate; an
-/// ordinal ("第二个", "2", "the first one", "last"); a candidate's name in the text; else, with
+/// ordinal ("第二个", "2", "the first one", "last"); a short yes ("是", "ok": the `affirm` word
+/// list) when one candidate was offered; a candidate's name in the text; else, with
 /// `by_evidence`, the candidate the answer's own recognition scores best (not negated).
 pub fn pick(
     registry: &Registry,
@@ -89,6 +90,12 @@ pub fn pick(
     }
     if let Some(i) = ordinal(text, candidates.len()) {
         return candidates.get(i).cloned();
+    }
+    // "是" / "ok" accepts the one option offered.
+    let short = text.trim().chars().count() <= 8;
+    let lexicon = crate::text::Lexicon::Affirm;
+    if candidates.len() == 1 && short && registry.lexicons.matches(lexicon, &text.trim().to_lowercase()) {
+        return candidates.first().cloned();
     }
     let lower = text.to_lowercase();
     let named = candidates.iter().find(|id| {

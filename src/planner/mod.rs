@@ -493,6 +493,19 @@ fn remote_inputs(task: &SubTask, query: &str) -> Map<String, Value> {
     inputs
 }
 
+/// `true` when `text` or `slots` give a valid value for a key one of `tasks` lacks (e.g. the late
+/// answer to a clarification that expired).
+pub fn supplies(
+    registry: &Registry,
+    tasks: &[SubTask],
+    text: &str,
+    slots: &Map<String, Value>,
+    today: NaiveDate,
+) -> bool {
+    let empty = Map::new();
+    supplies_pending(registry, tasks, KeySources { text, slots, session_slots: &empty, today })
+}
+
 /// `true` when this turn's slots or text give a valid value for a key some pending sub-task lacks.
 fn supplies_pending(registry: &Registry, pending: &[SubTask], src: KeySources<'_>) -> bool {
     pending.iter().any(|t| {

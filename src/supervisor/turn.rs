@@ -69,8 +69,19 @@ impl Supervisor {
             self.decide_turn(t, session).await
         };
         self.emit_intent_done(t, &turn, &meta, expired.is_some());
-        let expired = expired.is_some();
-        let with_note = |text: String| if expired { expired_note(t, text) } else { text };
+        if let Some(question) = restart_offer(t, expired.as_ref(), &turn.decision) {
+            for (k, v) in &t.req.slots {
+                session.slots.insert(k.clone(), v.clone());
+            }
+            let what = expired_what(t, expired.as_ref());
+            let text = t.registry.texts().get(t.lang, "answer-expired-restart", &[("tasks", what.into())]);
+            return self.ask_choice(t, session, question, Intro::Text(text));
+        }
+        let note = expired.as_ref().map(|d| expired_what(t, Some(d)));
+        let with_note = |text: String| match &note {
+            Some(what) => expired_note(t, what, text),
+            None => text,
+        };
         match turn.decision {
             Decision::Escalate(reason) => {
                 let summary = summarize::escalation_summary(t.registry.texts(), reason, &t.req.query, t.lang);
@@ -100,19 +111,28 @@ impl Supervisor {
                 text
             }
             Decision::Plan { plan, found, mode } => {
-                self.planned(t, session, Planned { plan, found, mode }, expired).await
+                self.planned(t, session, Planned { plan, found, mode }, note.as_deref()).await
             }
-            Decision::Choose(question) => self.ask_choice(t, session, question, expired),
+            Decision::Choose(question) => {
+                let intro = match &note {
+                    Some(what) => Intro::AfterExpiry(what.clone()),
+                    None => Intro::Question,
+                };
+                self.ask_choice(t, session, question, intro)
+            }
         }
     }
 
     /// A did-you-mean question: counts its round (escalating when exhausted), stores it as the
     /// pending choice and ends the turn with its `semantic_info` (`type: "intent"`).
-    fn ask_choice(&self, t: &TurnCtx<'_>, session: &mut Session, question: IntentChoice, expired: bool) -> String {
+    fn ask_choice(&self, t: &TurnCtx<'_>, session: &mut Session, question: IntentChoice, intro: Intro) -> String {
         let offered = choice::offered(t.registry, &question.candidates);
         if offered.is_empty() {
             let text = summarize::direct_answer(t.registry, crate::planner::SimpleIntent::OutOfScope, t.lang);
-            let text = if expired { expired_note(t, text) } else { text };
+            let text = match intro {
+                Intro::AfterExpiry(what) => expired_note(t, &what, text),
+                _ => text,
+            };
             t.sink.emit(StageEvent::new(Stage::Answer, text.clone()));
             return text;
         }
@@ -138,9 +158,13 @@ impl Supervisor {
         let conv = conv.asked_choice(id, question.query, candidates, round, t.now, &t.policy);
         let (choice_id, expires_at) = conv.choice().map(|c| (c.choice_id.clone(), c.expires_at)).unzip();
         session.conversation = conv;
-        let text = summarize::choice_text(t.registry.texts(), &offered, t.lang);
+        let question_text = || summarize::choice_text(t.registry.texts(), &offered, t.lang);
         // The note of an expired clarification goes into the event the user reads.
-        let text = if expired { expired_note(t, text) } else { text };
+        let text = match intro {
+            Intro::Question => question_text(),
+            Intro::AfterExpiry(what) => expired_note(t, &what, question_text()),
+            Intro::Text(text) => text,
+        };
         let info = summarize::choice_info(t.registry.texts(), &choice_id.unwrap_or_default(), offered, t.lang);
         let mut done = StageEvent::new(Stage::Answer, text.clone()).semantic_info(&[info]).state("did_you_mean", round);
         done.payload.clarification_expires_at = expires_at;
@@ -211,7 +235,7 @@ impl Supervisor {
 
     /// A plan: re-route, count the ask round, run it, then record the new state and the failure
     /// count; escalates when rounds or failures are exhausted.
-    async fn planned(&self, t: &TurnCtx<'_>, session: &mut Session, p: Planned, expired: bool) -> String {
+    async fn planned(&self, t: &TurnCtx<'_>, session: &mut Session, p: Planned, expired: Option<&str>) -> String {
         let Planned { mut plan, found, mode } = p;
         let mut conv = std::mem::take(&mut session.conversation);
         if mode == PlanMode::Rerouted {
@@ -245,7 +269,10 @@ impl Supervisor {
         let (conv, escalate) =
             conv.planned(outcome, round, t.now, &t.policy).record_dispatch(dispatched, succeeded, &t.policy);
         session.conversation = conv;
-        let text = if expired { expired_note(t, text) } else { text };
+        let text = match expired {
+            Some(what) => expired_note(t, what, text),
+            None => text,
+        };
         if escalate {
             let pending = session.conversation.pending().map(|p| p.tasks.clone());
             return self.escalate(t, session, EscalationReason::RepeatedFailures, text, pending.as_deref());
@@ -320,9 +347,60 @@ fn plan_outcome(plan: &TaskPlan, mode: PlanMode, query: &str) -> PlanOutcome {
     }
 }
 
-/// `text` after the note that the earlier clarification expired.
-fn expired_note(t: &TurnCtx<'_>, text: String) -> String {
-    t.registry.texts().get(t.lang, "answer-expired-note", &[("answer", text.into())])
+/// How a did-you-mean question's answer begins.
+enum Intro {
+    /// The numbered question.
+    Question,
+    /// The note that an earlier request (named) expired, then the question.
+    AfterExpiry(String),
+    /// This text instead of the question (the offer to restart an expired request).
+    Text(String),
+}
+
+/// `text` after the note that the earlier request (`what`) expired.
+fn expired_note(t: &TurnCtx<'_>, what: &str, text: String) -> String {
+    t.registry.texts().get(t.lang, "answer-expired-note", &[("tasks", what.into()), ("answer", text.into())])
+}
+
+/// What an expired clarification or question was about, for the user: its sub-tasks'
+/// descriptions, or the query asked about.
+fn expired_what(t: &TurnCtx<'_>, expired: Option<&Dropped>) -> String {
+    match expired {
+        Some(Dropped::Keys(p)) => {
+            let mut what: Vec<&str> = p.tasks.iter().map(|s| s.description.as_str()).collect();
+            what.dedup();
+            what.join(&t.text("list-separator"))
+        }
+        Some(Dropped::Choice(c)) => c.query.clone(),
+        None => String::new(),
+    }
+}
+
+/// The late answer to a clarification that expired this turn: when the turn plans nothing else
+/// (out of scope, or a did-you-mean question) but brings values for the expired sub-tasks, the
+/// user is offered to start them again with those values — a one-option question on the
+/// original query with the late text, accepted by "是" / "ok".
+fn restart_offer(t: &TurnCtx<'_>, expired: Option<&Dropped>, decision: &Decision) -> Option<IntentChoice> {
+    let Some(Dropped::Keys(p)) = expired else { return None };
+    let nothing_else =
+        matches!(decision, Decision::Direct(crate::planner::SimpleIntent::OutOfScope) | Decision::Choose(_));
+    let today = chrono::Local::now().date_naive();
+    if !nothing_else || !crate::planner::supplies(t.registry, &p.tasks, &t.req.query, &t.req.slots, today) {
+        return None;
+    }
+    let mut candidates: Vec<String> = Vec::new();
+    for task in &p.tasks {
+        if !candidates.contains(&task.assigned_agent) {
+            candidates.push(task.assigned_agent.clone());
+        }
+    }
+    let original = p.tasks.first().and_then(|s| s.inputs.get("message")).and_then(Value::as_str).unwrap_or_default();
+    let query = match (original.trim(), t.req.query.trim()) {
+        ("", late) => late.to_string(),
+        (original, "") => original.to_string(),
+        (original, late) => format!("{original}，{late}"),
+    };
+    Some(IntentChoice { query, candidates })
 }
 
 /// One INFO line per routing decision, with the trace id: the intents, the decision, the plan

@@ -470,8 +470,8 @@ mod tests {
             "Hello! I'm your assistant. I can help you with:\n- x\nWhat can I do for you?"
         );
         assert_eq!(
-            t.get(Lang::Zh, "answer-expired-note", &[("answer", "好".into())]),
-            "（您之前的请求等待补充信息超时，已自动取消。）\n好"
+            t.get(Lang::Zh, "answer-expired-note", &[("tasks", "订酒店".into()), ("answer", "好".into())]),
+            "（您之前的请求「订酒店」等待补充信息超时，已自动取消。）\n好"
         );
         assert_eq!(
             t.get(Lang::En, "summary-needed-hint", &[("examples", "x, y".into())]),

@@ -34,11 +34,13 @@ pub enum Lexicon {
     Anger,
     /// Cancel words: drop the pending clarification (`cancel`).
     Cancel,
+    /// Short yes-answers (`affirm`): accept the one option offered.
+    Affirm,
 }
 
 impl Lexicon {
     /// Every list, in the order the rule planner checks the simple intents (cancel last).
-    pub const ALL: [Lexicon; 10] = [
+    pub const ALL: [Lexicon; 11] = [
         Lexicon::SelfHarm,
         Lexicon::Sensitive,
         Lexicon::Abuse,
@@ -49,6 +51,7 @@ impl Lexicon {
         Lexicon::Greeting,
         Lexicon::Thanks,
         Lexicon::Cancel,
+        Lexicon::Affirm,
     ];
 
     /// Its name in the lexicon file.
@@ -64,6 +67,7 @@ impl Lexicon {
             Self::Greeting => "greeting",
             Self::Thanks => "thanks",
             Self::Cancel => "cancel",
+            Self::Affirm => "affirm",
         }
     }
 
