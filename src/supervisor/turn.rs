@@ -163,7 +163,7 @@ impl Supervisor {
             choice,
             previous: (!conv.last_intent.is_empty())
                 .then_some(Previous { intent: &conv.last_intent, query: &conv.last_query }),
-            today: chrono::Local::now().date_naive(),
+            today: t.registry.today(t.now),
             plan_id: &plan_id,
             lang: t.lang,
         };
