@@ -19,9 +19,9 @@ use chrono::NaiveDate;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+pub use crate::registry::Rejection;
 pub use choice::{ChoiceCandidate, ChoiceInput, IntentChoice};
 pub use intent::{Lang, SimpleIntent};
-pub use crate::registry::Rejection;
 pub use plan::{
     Candidate, KeySources, MissKind, RemoteQuestion, RemoteTask, SemanticInfo, SubTask, TaskPlan, TaskStatus, TaskType,
 };

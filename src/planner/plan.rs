@@ -270,7 +270,12 @@ pub fn coerce(key: &KeyDef, value: &Value) -> Value {
 
 /// The values this turn's `text` gives `agent`'s keys, in key order: each value to at most one
 /// key ([`crate::matching::assign`]); `open` says which keys still need one.
-pub fn text_values(agent: &CapabilityCard, open: impl Fn(&KeyDef) -> bool, text: &str, today: NaiveDate) -> Vec<Option<Value>> {
+pub fn text_values(
+    agent: &CapabilityCard,
+    open: impl Fn(&KeyDef) -> bool,
+    text: &str,
+    today: NaiveDate,
+) -> Vec<Option<Value>> {
     let rules: Vec<KeyRule<'_>> = agent
         .keys
         .iter()
@@ -403,7 +408,8 @@ fn link_producers(candidates: &[Candidate], draft: &mut Draft) {
         draft.missing[i].retain(|&k| {
             let spec = &agent.keys[k].spec;
             let names: Vec<&String> = std::iter::once(&spec.key).chain(&spec.from).collect();
-            let producer = (0..n).find(|&j| j != i && candidates[j].agent.spec.produces.iter().any(|p| names.contains(&p)));
+            let producer =
+                (0..n).find(|&j| j != i && candidates[j].agent.spec.produces.iter().any(|p| names.contains(&p)));
             match producer {
                 Some(j) => {
                     deps[i].insert(j);

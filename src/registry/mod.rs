@@ -91,7 +91,12 @@ impl KeyDef {
         let mut words: Vec<&str> = vec![&spec.key, &spaced, &spec.description];
         words.extend(spec.synonyms.iter().map(String::as_str));
         let mut seen = std::collections::HashSet::new();
-        words.into_iter().filter(|w| seen.insert(w.trim().to_lowercase())).map(Term::new).filter(|t| !t.is_empty()).collect()
+        words
+            .into_iter()
+            .filter(|w| seen.insert(w.trim().to_lowercase()))
+            .map(Term::new)
+            .filter(|t| !t.is_empty())
+            .collect()
     }
 }
 

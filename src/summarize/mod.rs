@@ -332,5 +332,56 @@ pub fn choice_info(texts: &Texts, choice_id: &str, offered: Vec<ChoiceCandidate>
         key_descriptions: vec![texts.get(lang, "choice-key-description", &[])],
         fe_widgets_suggestion: vec![choice::CHOICE_WIDGET.to_string()],
         candidates: offered,
+        rejected_values: Vec::new(),
+        reasons: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use chrono::NaiveDate;
+    use serde_json::{json, Map, Value};
+
+    use super::*;
+    use crate::planner::{plan_turn, Decision, TurnInput};
+    use crate::registry::RegistryHandle;
+
+    /// The `blocked` text of a fresh turn with `query` and form `slots`.
+    fn ask(query: &str, slots: Value, lang: Lang) -> String {
+        let reg =
+            RegistryHandle::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join("agents_config.yaml")).unwrap().load();
+        let slots: Map<String, Value> = slots.as_object().cloned().unwrap_or_default();
+        let input = TurnInput {
+            query,
+            slots: &slots,
+            session_slots: &Map::new(),
+            pending: None,
+            choice: None,
+            pending_plan_id: None,
+            previous: None,
+            today: NaiveDate::from_ymd_opt(2026, 11, 23).unwrap(),
+            plan_id: "plan_t",
+            lang,
+        };
+        let Decision::Plan { plan, .. } = plan_turn(&reg, input).decision else { panic!("a plan") };
+        blocked_text(&reg, &plan, lang)
+    }
+
+    #[test]
+    fn a_rejected_value_is_named_with_why_and_the_options() {
+        let past = ask("帮我订北京的酒店，2020-01-01入住", json!({}), Lang::Zh);
+        assert!(past.contains("入住日期：“2020-01-01”无法使用，这个日期已经过去了"), "{past}");
+        assert!(past.contains("例如：2026-12-01"), "the example is kept: {past}");
+
+        let zh = ask("安排接机", json!({ "airport": "火星机场", "arrival_time": "2026-12-01T14:30" }), Lang::Zh);
+        assert!(zh.contains("接机机场：“火星机场”无法使用，请从以下选项中选择：白云机场、首都机场"), "{zh}");
+        assert!(zh.contains("咸阳机场") && !zh.contains("Baiyun"), "all ten Chinese options, no English: {zh}");
+        assert!(zh.contains("例如：白云机场"), "{zh}");
+
+        let en = ask("arrange a pickup", json!({ "airport": "Mars", "arrival_time": "2026-12-01T14:30" }), Lang::En);
+        assert!(en.contains("\"Mars\" cannot be used: please choose one of Baiyun Airport, Capital Airport"), "{en}");
+        assert!(!en.contains("白云机场,"), "{en}");
     }
 }
