@@ -755,7 +755,8 @@ async fn a2a_rate_limiting_and_overload_are_http_429_and_503_with_retry_after() 
 async fn the_per_address_rate_limits_a_client_whatever_user_ids_it_sends() {
     // Issue 12 #11: the per-user rate trusted the client-chosen user_id.
     let app = spawn_app_with(Setup::default(), |_| {}).await;
-    let app_opts = switchboard::app::AppOptions { address_rate_per_minute: 3, ..Default::default() };
+    let app_opts =
+        switchboard::app::AppOptions { address_rate_per_minute: 3, today: Some(test_today()), ..Default::default() };
     let addr = serve_in_process_with(&app, app_opts, switchboard::app::ServeOptions::default()).await;
     let statuses: Vec<u16> = futures::future::join_all((0..5).map(|i| {
         app.client

@@ -112,7 +112,10 @@ fn next_monday(today: NaiveDate) -> String {
 
 #[tokio::test]
 async fn a_past_date_is_asked_again_and_a_relative_one_resolves_in_the_configured_zone() {
-    let app = spawn_app_with(Setup::default(), |c| c["supervisor"]["timezone"] = json!("Asia/Shanghai")).await;
+    // The clock's date in the configured zone, not the harness's fixed date.
+    let clock: OptionsEdit = Box::new(|o| o.today = None);
+    let setup = Setup { app_options: Some(clock), ..Default::default() };
+    let app = spawn_app_with(setup, |c| c["supervisor"]["timezone"] = json!("Asia/Shanghai")).await;
     let first = app.ask("帮我订北京的酒店，2020-01-01入住", None).await;
     assert!(app.calls("hotel_agent").is_empty(), "a past date is never dispatched");
     let info = &of_stage(&first, "blocked")[0]["metadata"]["semantic_info"][0];

@@ -163,7 +163,7 @@ impl Supervisor {
             choice,
             previous: (!conv.last_intent.is_empty())
                 .then_some(Previous { intent: &conv.last_intent, query: &conv.last_query }),
-            today: t.registry.today(t.now),
+            today: self.today.unwrap_or_else(|| t.registry.today(t.now)),
             plan_id: &plan_id,
             lang: t.lang,
         };
