@@ -604,7 +604,8 @@ async fn a_shutdown_is_bounded_by_the_drain_and_saves_the_cut_off_turn() {
 /// The supervisor on `app`'s config served by `switchboard::app::serve` (the production server
 /// loop, with its connection limits) on a fresh loopback port; returns its address.
 async fn serve_in_process(app: &TestApp, opts: switchboard::app::ServeOptions) -> std::net::SocketAddr {
-    serve_in_process_with(app, switchboard::app::AppOptions::default(), opts).await
+    serve_in_process_with(app, switchboard::app::AppOptions { today: Some(test_today()), ..Default::default() }, opts)
+        .await
 }
 
 async fn serve_in_process_with(

@@ -6,8 +6,8 @@
 //! `number`, `phone`, `email`. `pattern` is a regex whose single capture group is the value;
 //! `values` / `values_from` find the listed values (substring for CJK, whole word for Latin
 //! scripts). [`Extractor::find_all`] gives every value with its place in the text, which
-//! [`super::assign`] uses to give each of several keys of one kind its own value. The date is
-//! always passed in: extraction reads no clock.
+//! [`assign`](mod@super::assign) uses to give each of several keys of one kind its own value.
+//! The date is always passed in: extraction reads no clock.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -36,7 +36,7 @@ pub enum Extractor {
 }
 
 /// What kind of value an extractor finds: keys whose extractors are of one kind compete for the
-/// values of a text (see [`super::assign`]).
+/// values of a text (see [`super::assign`](mod@super::assign)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// A built-in type.

@@ -5,7 +5,7 @@
 //! - [`terms`]: CJK-aware term matching of keywords, names and examples.
 //! - [`extract`]: semantic-key extractors (`extract:` rules of a capability card).
 //! - [`dates`]: relative and Chinese dates and times, for the date/time extractors.
-//! - [`assign`]: which value of a text goes to which of several keys of one card.
+//! - [`assign`](mod@assign): which value of a text goes to which of several keys of one card.
 //! - [`tokenize`]: text analysis (jieba segmentation, bigrams, stemming, concept lexicon).
 //! - [`recognize`]: the scoring recognizer (which cards a query asks for, with evidence).
 

@@ -269,7 +269,7 @@ pub fn coerce(key: &KeyDef, value: &Value) -> Value {
 }
 
 /// The values this turn's `text` gives `agent`'s keys, in key order: each value to at most one
-/// key ([`crate::matching::assign`]); `open` says which keys still need one.
+/// key ([`crate::matching::assign()`]); `open` says which keys still need one.
 pub fn text_values(
     agent: &CapabilityCard,
     open: impl Fn(&KeyDef) -> bool,

@@ -85,6 +85,27 @@ impl KeyDef {
         }
     }
 
+    /// Compiles `spec`: `sub` is its property's schema ([`key_subschema`]), `validator` that
+    /// schema compiled, `lists` the config's value lists.
+    fn new(
+        spec: &SemanticKeySpec,
+        sub: &Value,
+        validator: jsonschema::Validator,
+        lists: &std::collections::BTreeMap<String, Vec<String>>,
+    ) -> Self {
+        let prop = &sub["properties"][&spec.key];
+        Self {
+            spec: spec.clone(),
+            widget: spec.widget.clone().unwrap_or_default(),
+            validator,
+            json_type: prop["type"].as_str().map(str::to_string),
+            extractor: spec.extract.as_ref().and_then(|x| Extractor::new(x, lists)),
+            labels: Self::label_terms(spec),
+            options: prop["enum"].as_array().cloned().unwrap_or_default(),
+            not_before: spec.extract.as_ref().and_then(|x| x.not_before),
+        }
+    }
+
     /// The key's names in a text (see [`KeyDef::labels`]).
     fn label_terms(spec: &SemanticKeySpec) -> Vec<Term> {
         let spaced = spec.key.replace('_', " ");
@@ -208,17 +229,8 @@ impl Registry {
             let mut keys = Vec::with_capacity(resolved.spec.required_semantic_keys.len());
             for (j, k) in resolved.spec.required_semantic_keys.iter().enumerate() {
                 let sub = key_subschema(&resolved.input_schema, &[k.key.as_str()]);
-                let json_type = sub["properties"][&k.key]["type"].as_str().map(str::to_string);
-                keys.push(KeyDef {
-                    spec: k.clone(),
-                    widget: k.widget.clone().unwrap_or_default(),
-                    validator: compile(&sub, format!("/agents/{i}/required_semantic_keys/{j}"))?,
-                    json_type,
-                    extractor: k.extract.as_ref().and_then(|x| Extractor::new(x, &loaded.file.lists)),
-                    labels: KeyDef::label_terms(k),
-                    options: sub["properties"][&k.key]["enum"].as_array().cloned().unwrap_or_default(),
-                    not_before: k.extract.as_ref().and_then(|x| x.not_before),
-                });
+                let validator = compile(&sub, format!("/agents/{i}/required_semantic_keys/{j}"))?;
+                keys.push(KeyDef::new(k, &sub, validator, &loaded.file.lists));
             }
             let mut headers = reqwest::header::HeaderMap::new();
             for (name, value) in &resolved.headers {
