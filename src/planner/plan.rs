@@ -137,12 +137,13 @@ pub struct SemanticInfo {
     /// The capabilities offered by a did-you-mean question (`type: "intent"`), best first.
     #[serde(default)]
     pub candidates: Vec<super::choice::ChoiceCandidate>,
-    /// For `invalid`: the values not accepted, parallel to `keys` (extension).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// For `invalid`: the values not accepted, parallel to `keys` (extension; not sent when
+    /// empty).
+    #[serde(default)]
     pub rejected_values: Vec<Value>,
-    /// For `invalid`: why each was not accepted, parallel to `keys` (extension):
-    /// `not_an_option`, `past_date` or `invalid`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// For `invalid`: why each was not accepted, parallel to `keys` (extension; not sent when
+    /// empty): `not_an_option`, `past_date` or `invalid`.
+    #[serde(default)]
     pub reasons: Vec<Rejection>,
 }
 
@@ -161,6 +162,10 @@ impl Serialize for SemanticInfo {
             fe_wigdets_suggestion: &'a [String],
             #[serde(skip_serializing_if = "<[_]>::is_empty")]
             candidates: &'a [super::choice::ChoiceCandidate],
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            rejected_values: &'a [Value],
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            reasons: &'a [Rejection],
         }
         Wire {
             kind: self.kind,
@@ -171,6 +176,8 @@ impl Serialize for SemanticInfo {
             fe_widgets_suggestion: &self.fe_widgets_suggestion,
             fe_wigdets_suggestion: &self.fe_widgets_suggestion,
             candidates: &self.candidates,
+            rejected_values: &self.rejected_values,
+            reasons: &self.reasons,
         }
         .serialize(s)
     }
