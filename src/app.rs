@@ -60,6 +60,9 @@ pub struct AppOptions {
     /// Agent endpoints moved after every load (`demo --agents-port-base`); `None` keeps the
     /// config's.
     pub endpoints: Option<reload::snapshot::EndpointOverride>,
+    /// A fixed date for every turn's relative dates and `not_before: today` (tests; `None`: the
+    /// clock's date in `supervisor.timezone`).
+    pub today: Option<chrono::NaiveDate>,
 }
 
 impl Default for AppOptions {
@@ -76,6 +79,7 @@ impl Default for AppOptions {
             watch_files: false,
             admin_token: None,
             endpoints: None,
+            today: None,
         }
     }
 }
@@ -91,7 +95,7 @@ pub async fn build_state(config: &Path, opts: AppOptions) -> Result<AppState, St
     let backend = open_backend(&opts.store).await?;
     let sessions = Arc::new(SessionStore::new(backend, opts.session_ttl));
     let reloader = reload::spawn(registry.clone(), config.to_path_buf(), opts.watch_files, opts.endpoints)?;
-    let supervisor = Supervisor::new(registry, sessions).with_llm(opts.llm);
+    let supervisor = Supervisor::new(registry, sessions).with_llm(opts.llm).with_today(opts.today);
     Ok(AppState {
         reloader,
         admin_token: opts.admin_token.filter(|t| !t.is_empty()).map(Into::into),

@@ -275,6 +275,7 @@ fn options(store: StoreArgs, limits: ServeArgs) -> AppOptions {
         watch_files: true,
         admin_token: std::env::var("SWITCHBOARD_ADMIN_TOKEN").ok(),
         endpoints: None,
+        today: None,
     }
 }
 

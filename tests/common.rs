@@ -42,6 +42,12 @@ pub(crate) fn write_config(path: &Path, config: &Value) {
     std::fs::rename(&tmp, path).unwrap();
 }
 
+/// The date every test turn's relative dates resolve against (a Monday), unless a test clears
+/// `AppOptions::today`: fixed dates in requests never turn into past dates as the clock moves.
+pub(crate) fn test_today() -> chrono::NaiveDate {
+    chrono::NaiveDate::from_ymd_opt(2026, 11, 23).unwrap()
+}
+
 /// A running supervisor plus sample agents.
 pub(crate) struct TestApp {
     /// `http://127.0.0.1:<port>`.
@@ -96,8 +102,12 @@ pub(crate) async fn spawn_app_with(setup: Setup, edit: impl FnOnce(&mut Value)) 
     edit(&mut config);
     let config_path = dir.path().join("agents_config.yaml");
     write_config(&config_path, &config);
-    let mut options =
-        AppOptions { watch_files: setup.watch_files, admin_token: Some("test-admin".into()), ..AppOptions::default() };
+    let mut options = AppOptions {
+        watch_files: setup.watch_files,
+        admin_token: Some("test-admin".into()),
+        today: Some(test_today()),
+        ..AppOptions::default()
+    };
     if let Some(tweak) = setup.app_options {
         tweak(&mut options);
     }

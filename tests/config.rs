@@ -133,6 +133,8 @@ fn bad_extract_and_schema_files_are_reported() {
     cfg["agents"][2]["required_semantic_keys"][0]["extract"] = json!({ "pattern": "no group" });
     cfg["agents"][3]["required_semantic_keys"][0]["extract"] = json!({ "values_from": "nowhere" });
     cfg["agents"][4]["required_semantic_keys"][0]["extract"] = json!({ "type": "number", "values": ["a"] });
+    cfg["agents"][4]["required_semantic_keys"][1]["extract"] = json!({ "type": "number", "not_before": "today" });
+    cfg["supervisor"]["timezone"] = json!("Mars/Olympus_Mons");
     let errors = errors_of(&cfg, dir.path());
     let ptrs = pointers(&errors);
     for expected in [
@@ -141,6 +143,8 @@ fn bad_extract_and_schema_files_are_reported() {
         "/agents/2/required_semantic_keys/0/extract/pattern",
         "/agents/3/required_semantic_keys/0/extract/values_from",
         "/agents/4/required_semantic_keys/0/extract",
+        "/agents/4/required_semantic_keys/1/extract/not_before",
+        "/supervisor/timezone",
     ] {
         assert!(ptrs.contains(&expected), "missing {expected}: {errors:#?}");
     }

@@ -20,3 +20,4 @@ mod recognition;
 mod reload;
 mod texts;
 mod tidy;
+mod values;

@@ -136,8 +136,12 @@ async fn spawn_llm_app(edit: impl FnOnce(&mut Value)) -> LlmApp {
         model: "test-model".into(),
         max_retries: 2,
     };
-    let state =
-        build_state(&app.config_path, AppOptions { llm: Some(settings), ..AppOptions::default() }).await.unwrap();
+    let state = build_state(
+        &app.config_path,
+        AppOptions { llm: Some(settings), today: Some(test_today()), ..AppOptions::default() },
+    )
+    .await
+    .unwrap();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     app.base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, switchboard::api::router(state)).await.unwrap() });

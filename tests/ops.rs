@@ -604,7 +604,8 @@ async fn a_shutdown_is_bounded_by_the_drain_and_saves_the_cut_off_turn() {
 /// The supervisor on `app`'s config served by `switchboard::app::serve` (the production server
 /// loop, with its connection limits) on a fresh loopback port; returns its address.
 async fn serve_in_process(app: &TestApp, opts: switchboard::app::ServeOptions) -> std::net::SocketAddr {
-    serve_in_process_with(app, switchboard::app::AppOptions::default(), opts).await
+    serve_in_process_with(app, switchboard::app::AppOptions { today: Some(test_today()), ..Default::default() }, opts)
+        .await
 }
 
 async fn serve_in_process_with(
@@ -755,7 +756,8 @@ async fn a2a_rate_limiting_and_overload_are_http_429_and_503_with_retry_after() 
 async fn the_per_address_rate_limits_a_client_whatever_user_ids_it_sends() {
     // Issue 12 #11: the per-user rate trusted the client-chosen user_id.
     let app = spawn_app_with(Setup::default(), |_| {}).await;
-    let app_opts = switchboard::app::AppOptions { address_rate_per_minute: 3, ..Default::default() };
+    let app_opts =
+        switchboard::app::AppOptions { address_rate_per_minute: 3, today: Some(test_today()), ..Default::default() };
     let addr = serve_in_process_with(&app, app_opts, switchboard::app::ServeOptions::default()).await;
     let statuses: Vec<u16> = futures::future::join_all((0..5).map(|i| {
         app.client

@@ -104,7 +104,7 @@ async fn a_kubernetes_style_data_symlink_swap_is_picked_up() {
     }
     let state = switchboard::app::build_state(
         &r.join("agents_config.yaml"),
-        switchboard::app::AppOptions { watch_files: true, ..Default::default() },
+        switchboard::app::AppOptions { watch_files: true, today: Some(test_today()), ..Default::default() },
     )
     .await
     .unwrap();

@@ -32,6 +32,17 @@ ask-key-for = - { $key } (for: { $task })
 ask-key-for-example = - { $key } (for: { $task }; e.g. { $example })
 ask-key-invalid = - { $key }: the value given cannot be used, please give it again
 ask-key-invalid-example = - { $key }: the value given cannot be used, please give it again (e.g. { $example })
+# A value that was not accepted. $key: the key's description; $value: the value given;
+# $reason: one of the reason-* texts; $example: the key's example value.
+ask-key-rejected = - { $key }: "{ $value }" cannot be used: { $reason }
+ask-key-rejected-example = - { $key }: "{ $value }" cannot be used: { $reason } (e.g. { $example })
+# $options: the allowed values, joined with option-separator.
+reason-not-an-option = please choose one of { $options }
+# $options: the first allowed values; $count: how many there are.
+reason-not-an-option-more = please choose one of { $options }, … ({ $count } in all)
+reason-past-date = that date has passed, please give today or a later date
+reason-invalid = it is not in the expected form, please give it again
+option-separator = { ", " }
 # An answer given after the pending clarification expired. $tasks: what it was; $answer: the answer itself.
 answer-expired-note =
     (Your earlier request — { $tasks } — timed out waiting for details and was dropped.)

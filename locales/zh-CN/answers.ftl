@@ -32,6 +32,17 @@ ask-key-for = - { $key }（用于{ $task }）
 ask-key-for-example = - { $key }（用于{ $task }，例如：{ $example }）
 ask-key-invalid = - { $key }：您提供的值无法使用，请重新提供
 ask-key-invalid-example = - { $key }：您提供的值无法使用，请重新提供（例如：{ $example }）
+# A value that was not accepted. $key: the key's description; $value: the value given;
+# $reason: one of the reason-* texts; $example: the key's example value.
+ask-key-rejected = - { $key }：“{ $value }”无法使用，{ $reason }
+ask-key-rejected-example = - { $key }：“{ $value }”无法使用，{ $reason }（例如：{ $example }）
+# $options: the allowed values, joined with option-separator.
+reason-not-an-option = 请从以下选项中选择：{ $options }
+# $options: the first allowed values; $count: how many there are.
+reason-not-an-option-more = 请从以下选项中选择：{ $options } 等 { $count } 项
+reason-past-date = 这个日期已经过去了，请提供今天或以后的日期
+reason-invalid = 格式不符合要求，请重新提供
+option-separator = 、
 # An answer given after the pending clarification expired. $tasks: what it was; $answer: the answer itself.
 answer-expired-note =
     （您之前的请求「{ $tasks }」等待补充信息超时，已自动取消。）

@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::model::{config_json_schema, CapabilityCardSpec, ConfigFile, SchemaSource};
+use super::model::{config_json_schema, CapabilityCardSpec, ConfigFile, SchemaSource, ValueType};
 use crate::text::{read_overrides, TextError, Texts};
 
 /// One problem in a config, with where it is.
@@ -223,6 +223,11 @@ fn check_file(
     let prompts = check.prompts(&file.planner.prompts_dir);
     let texts = check.texts(file.supervisor.texts_dir.as_deref());
     let agents = check.agents(&file, widgets.as_ref());
+    if let Some(tz) = &file.supervisor.timezone {
+        if tz.parse::<chrono_tz::Tz>().is_err() {
+            check.err("/supervisor/timezone".into(), format!("{tz:?} is not an IANA time zone name"));
+        }
+    }
     let Checker { errors, hasher, sources, secrets, .. } = check;
     if !errors.is_empty() {
         return Err(ConfigErrors(errors));
@@ -643,6 +648,10 @@ impl Checker<'_> {
                         }
                         Err(e) => self.err(format!("{kp}/extract/pattern"), format!("invalid regex: {e}")),
                     }
+                }
+                let dated = matches!(x.kind, Some(ValueType::Date | ValueType::Datetime));
+                if x.not_before.is_some() && !dated {
+                    self.err(format!("{kp}/extract/not_before"), "not_before needs type: date or type: datetime");
                 }
                 if let Some(list) = &x.values_from {
                     if !file.lists.contains_key(list) {

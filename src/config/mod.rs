@@ -15,6 +15,6 @@ pub use load::{
     ResolvedCard,
 };
 pub use model::{
-    config_json_schema, AgentId, CapabilityCardSpec, ConfigFile, EndpointSpec, ExtractSpec, HumanDuration,
+    config_json_schema, AgentId, CapabilityCardSpec, ConfigFile, DateBound, EndpointSpec, ExtractSpec, HumanDuration,
     PlannerSettings, Protocol, SchemaSource, SemanticKeySpec, SupervisorSettings, ValueType,
 };

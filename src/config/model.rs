@@ -96,6 +96,11 @@ pub struct SupervisorSettings {
     /// an edit that misroutes one of them, like an invalid file (Switchboard extension; default
     /// `false`). `switchboard validate` runs them regardless.
     pub reload_requires_routing_tests: bool,
+    /// IANA time zone (e.g. `Asia/Shanghai`) in which relative dates of the user's text
+    /// (明天, 下周一, next Monday) and `not_before: today` are resolved (Switchboard extension;
+    /// unset: the host's local zone). An unknown name is a config error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
 }
 
 /// `supervisor.anonymous`: what to do with callers that name no user.
@@ -153,6 +158,7 @@ impl Default for SupervisorSettings {
             circuit_breaker: BreakerSettings::default(),
             texts_dir: None,
             reload_requires_routing_tests: false,
+            timezone: None,
         }
     }
 }
@@ -382,6 +388,18 @@ pub struct SemanticKeySpec {
     /// An example value, shown when asking the user.
     #[serde(default)]
     pub example: Option<serde_json::Value>,
+    /// Other words that name this key in the user's text (Switchboard extension), besides the key
+    /// name and `description`: a value next to one of them goes to this key when several keys of
+    /// the card take the same kind of value (`[从, from]` for an origin, `[到, to]` for a
+    /// destination; docs/planning.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub synonyms: Vec<String>,
+    /// Names under which upstream sub-tasks output this value or the session remembers it
+    /// (Switchboard extension): the key is filled from a dependency's output field or a
+    /// remembered slot of one of these names when its own name is not there, and a sub-task
+    /// whose card `produces` one of them becomes a dependency (e.g. `from: [arrival_airport]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub from: Vec<String>,
 }
 
 /// `extract:` — exactly one of its fields.
@@ -400,15 +418,28 @@ pub struct ExtractSpec {
     /// Name of a list in the top-level `lists:` map.
     #[serde(default)]
     pub values_from: Option<String>,
+    /// With `type: date` or `datetime` only (Switchboard extension): a date before this bound
+    /// (`today`, in `supervisor.timezone`) makes the key `invalid`, so the user is asked again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before: Option<DateBound>,
+}
+
+/// A bound of `extract.not_before`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DateBound {
+    /// The turn's date in `supervisor.timezone`.
+    Today,
 }
 
 /// Built-in extractors of `extract: { type: .. }`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ValueType {
-    /// ISO date `YYYY-MM-DD`; 今天/明天/后天/today/tomorrow resolved.
+    /// ISO date `YYYY-MM-DD`; relative and Chinese dates (明天, 下周一, 十二月一日, next Monday)
+    /// resolved against the turn's date.
     Date,
-    /// `HH:MM`.
+    /// `HH:MM`; also `下午三点半`, `两点`, `3pm`.
     Time,
     /// `YYYY-MM-DDTHH:MM`.
     Datetime,

@@ -151,7 +151,9 @@ impl Executor {
             for key in &agent.keys {
                 let name = &key.spec.key;
                 if !plan.sub_tasks[i].inputs.contains_key(name) {
-                    if let Some(v) = output.get(name).filter(|v| key.accepts(v)) {
+                    // The output field of the key's name, else of one of its `from` names.
+                    let names = std::iter::once(name).chain(&key.spec.from);
+                    if let Some(v) = names.filter_map(|n| output.get(n)).find(|v| key.accepts(v)) {
                         plan.sub_tasks[i].inputs.insert(name.clone(), v.clone());
                     }
                 }

@@ -1,24 +1,28 @@
 //! Semantic-key extraction from free text for the rule planner (docs/planning.md).
 //!
 //! An [`Extractor`] is compiled once per registry load from a key's `extract:` block and applied
-//! to the user's text per turn. Built-in types: `date` (ISO `YYYY-MM-DD`; 今天/明天/后天/大后天,
-//! today/tomorrow/day after tomorrow, `12月1日`, `2026年12月1日`, `2026/12/01`, `Dec 1`),
-//! `time` (`HH:MM`; `14:30`, `下午3点半`, `3pm`), `datetime` (`YYYY-MM-DDTHH:MM`, date and time
-//! found together, or a time alone meaning today), `number`, `phone`, `email`. `pattern` is a
-//! regex whose single capture group is the value; `values` / `values_from` find the earliest
-//! listed value (substring for CJK, whole word for Latin scripts). The date is always passed in:
-//! extraction reads no clock.
+//! to the user's text per turn. Built-in types: `date` (ISO `YYYY-MM-DD`), `time` (`HH:MM`) and
+//! `datetime` (`YYYY-MM-DDTHH:MM`), read from Chinese and English text by [`super::dates`];
+//! `number`, `phone`, `email`. `pattern` is a regex whose single capture group is the value;
+//! `values` / `values_from` find the listed values (substring for CJK, whole word for Latin
+//! scripts). [`Extractor::find_all`] gives every value with its place in the text, which
+//! [`assign`](mod@super::assign) uses to give each of several keys of one kind its own value.
+//! The date is always passed in: extraction reads no clock.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-use chrono::{Datelike, Duration, NaiveDate};
+use chrono::NaiveDate;
 use regex::Regex;
 use serde_json::Value;
 
 use crate::config::{ExtractSpec, ValueType};
 
-use super::terms::{find_term, Term};
+use super::dates::{self, Span};
+use super::terms::{find_term_all, Term};
+
+/// A value found in a text, with its byte range.
+pub type Found = Span<Value>;
 
 /// A compiled `extract:` rule.
 #[derive(Debug, Clone)]
@@ -29,6 +33,18 @@ pub enum Extractor {
     Pattern(Regex),
     /// Literal values (canonical spelling, prepared term).
     Values(Vec<(String, Term)>),
+}
+
+/// What kind of value an extractor finds: keys whose extractors are of one kind compete for the
+/// values of a text (see [`super::assign`](mod@super::assign)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A built-in type.
+    Builtin(ValueType),
+    /// A `pattern`.
+    Pattern,
+    /// `values` / `values_from`.
+    Values,
 }
 
 impl Extractor {
@@ -45,184 +61,162 @@ impl Extractor {
         Some(Self::Values(values.iter().map(|v| (v.clone(), Term::new(v))).collect()))
     }
 
-    /// The value found in `text`, if any. `today` resolves relative dates.
-    pub fn extract(&self, text: &str, today: NaiveDate) -> Option<Value> {
+    /// The kind of value it finds.
+    pub fn kind(&self) -> Kind {
         match self {
-            Self::Builtin(ValueType::Date) => find_date(text, today).map(|(_, d)| Value::String(d.to_string())),
-            Self::Builtin(ValueType::Time) => find_time(text).map(|(_, t)| Value::String(t)),
-            Self::Builtin(ValueType::Datetime) => find_datetime(text, today).map(Value::String),
-            Self::Builtin(ValueType::Number) => find_number(text),
-            Self::Builtin(ValueType::Phone) => find_phone(text).map(Value::String),
-            Self::Builtin(ValueType::Email) => EMAIL.find(text).map(|m| Value::String(m.as_str().to_string())),
-            Self::Pattern(re) => {
-                re.captures(text).and_then(|c| c.get(1)).map(|m| Value::String(m.as_str().to_string()))
-            }
-            Self::Values(values) => {
-                let lower = text.to_lowercase();
-                values
-                    .iter()
-                    .filter_map(|(canon, term)| {
-                        find_term(&lower, term).map(|pos| (pos, std::cmp::Reverse(term.len()), canon))
-                    })
-                    .min()
-                    .map(|(_, _, canon)| Value::String(canon.clone()))
-            }
+            Self::Builtin(t) => Kind::Builtin(*t),
+            Self::Pattern(_) => Kind::Pattern,
+            Self::Values(_) => Kind::Values,
         }
     }
+
+    /// The first value found in `text`, if any. `today` resolves relative dates.
+    pub fn extract(&self, text: &str, today: NaiveDate) -> Option<Value> {
+        self.find_all(text, today).into_iter().next().map(|f| f.value)
+    }
+
+    /// Every value found in `text`, in order of position, without overlaps (at one position the
+    /// longest match wins).
+    pub fn find_all(&self, text: &str, today: NaiveDate) -> Vec<Found> {
+        let string = |s: String| Value::String(s);
+        let convert = |spans: Vec<Span<String>>| -> Vec<Found> {
+            spans.into_iter().map(|s| Span { start: s.start, end: s.end, value: string(s.value) }).collect()
+        };
+        match self {
+            Self::Builtin(ValueType::Date) => convert(map(dates::dates(text, today), |d| d.to_string())),
+            Self::Builtin(ValueType::Time) => convert(map(dates::times(text), |t| t.format("%H:%M").to_string())),
+            Self::Builtin(ValueType::Datetime) => {
+                convert(map(dates::datetimes(text, today), |t| t.format("%Y-%m-%dT%H:%M").to_string()))
+            }
+            Self::Builtin(ValueType::Number) => find_numbers(text),
+            Self::Builtin(ValueType::Phone) => convert(find_phones(text)),
+            Self::Builtin(ValueType::Email) => EMAIL
+                .find_iter(text)
+                .map(|m| Span { start: m.start(), end: m.end(), value: string(m.as_str().into()) })
+                .collect(),
+            Self::Pattern(re) => re
+                .captures_iter(text)
+                .filter_map(|c| c.get(1))
+                .map(|m| Span { start: m.start(), end: m.end(), value: string(m.as_str().into()) })
+                .collect(),
+            Self::Values(values) => find_values(values, text),
+        }
+    }
+}
+
+fn map<T, U>(spans: Vec<Span<T>>, f: impl Fn(T) -> U) -> Vec<Span<U>> {
+    spans.into_iter().map(|s| Span { start: s.start, end: s.end, value: f(s.value) }).collect()
+}
+
+/// `text` lower-cased without moving any byte offset (full Unicode lower-casing when it keeps
+/// the length, ASCII otherwise).
+pub fn lower_in_place(text: &str) -> String {
+    let lower = text.to_lowercase();
+    if lower.len() == text.len() {
+        lower
+    } else {
+        text.to_ascii_lowercase()
+    }
+}
+
+/// Every listed value in `text`; at one position the longest, and none inside a longer one.
+fn find_values(values: &[(String, Term)], text: &str) -> Vec<Found> {
+    let lower = lower_in_place(text);
+    let mut found: Vec<Found> = Vec::new();
+    for (canon, term) in values {
+        for start in find_term_all(&lower, term) {
+            found.push(Span { start, end: start + term.len(), value: Value::String(canon.clone()) });
+        }
+    }
+    found.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
+    let mut out: Vec<Found> = Vec::with_capacity(found.len());
+    for s in found {
+        if out.last().is_none_or(|last| s.start >= last.end) {
+            out.push(s);
+        }
+    }
+    out
 }
 
 fn re(p: &str) -> Regex {
     Regex::new(p).expect("static regex")
 }
 
-static ISO_DATE: LazyLock<Regex> = LazyLock::new(|| re(r"(\d{4})[-/.年](\d{1,2})[-/.月](\d{1,2})[日号]?"));
-static CN_MONTH_DAY: LazyLock<Regex> = LazyLock::new(|| re(r"(\d{1,2})月(\d{1,2})[日号]"));
-static EN_MONTH_DAY: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b")
-});
-static RELATIVE: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)大后天|后天|明天|明日|今天|今日|day after tomorrow|tomorrow|today|tonight"));
-static CLOCK: LazyLock<Regex> = LazyLock::new(|| re(r"(?:^|[^\d])([01]?\d|2[0-3])[:：]([0-5]\d)"));
-static CN_CLOCK: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(凌晨|早上|上午|中午|下午|傍晚|晚上)?(\d{1,2})点(?:(半)|(\d{1,2})分?)?"));
-static EN_CLOCK: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\b(\d{1,2})(?::([0-5]\d))?\s*(am|pm)\b"));
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| re(r"\d+(?:\.\d+)?"));
 static CN_MOBILE: LazyLock<Regex> = LazyLock::new(|| re(r"(?:\+?86[- ]?)?(1[3-9]\d[- ]?\d{4}[- ]?\d{4})"));
 static INTL_PHONE: LazyLock<Regex> = LazyLock::new(|| re(r"\+\d[\d -]{6,16}\d"));
 static EMAIL: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}"));
 
-/// The first date mentioned in `text` and its byte offset.
-pub fn find_date(text: &str, today: NaiveDate) -> Option<(usize, NaiveDate)> {
-    let mut found: Vec<(usize, NaiveDate)> = Vec::new();
-    for c in ISO_DATE.captures_iter(text) {
-        let (y, m, d) = (num(&c, 1), num(&c, 2), num(&c, 3));
-        if let Some(date) = NaiveDate::from_ymd_opt(y as i32, m, d) {
-            found.push((c.get(0).map_or(0, |m| m.start()), date));
+/// Every standalone number: not part of a code like `CA1234`, a date (`2026-12-01`, `12月1日`) or
+/// a clock time (`14:30`, `3点`, `3pm`). Two numbers joined by one slash (`120/80`) are two
+/// numbers; a unit after a number (`135mmHg`, `5kg`) is allowed.
+fn find_numbers(text: &str) -> Vec<Found> {
+    let matches: Vec<regex::Match<'_>> = NUMBER.find_iter(text).collect();
+    // Runs of numbers joined by single slashes: a run of two is a pair (`120/80`), a longer run a
+    // date (`2026/12/01`).
+    let joined =
+        |a: &regex::Match<'_>, b: &regex::Match<'_>| a.end() + 1 == b.start() && &text[a.end()..b.start()] == "/";
+    let mut run_len = vec![1usize; matches.len()];
+    let mut i = 0;
+    while i < matches.len() {
+        let mut j = i;
+        while j + 1 < matches.len() && joined(&matches[j], &matches[j + 1]) {
+            j += 1;
         }
+        run_len[i..=j].fill(j - i + 1);
+        i = j + 1;
     }
-    let mut month_day = |pos: usize, m: u32, d: u32| {
-        if let Some(mut date) = NaiveDate::from_ymd_opt(today.year(), m, d) {
-            if date < today {
-                date = NaiveDate::from_ymd_opt(today.year() + 1, m, d).unwrap_or(date);
-            }
-            found.push((pos, date));
-        }
-    };
-    for c in CN_MONTH_DAY.captures_iter(text) {
-        let pos = c.get(0).map_or(0, |m| m.start());
-        // Skip the month-day tail of a full `2026年12月1日` already taken above.
-        if pos > 0 && text[..pos].ends_with('年') {
-            continue;
-        }
-        month_day(pos, num(&c, 1), num(&c, 2));
-    }
-    for c in EN_MONTH_DAY.captures_iter(text) {
-        let month = match c[1].to_ascii_lowercase().as_str() {
-            "jan" => 1,
-            "feb" => 2,
-            "mar" => 3,
-            "apr" => 4,
-            "may" => 5,
-            "jun" => 6,
-            "jul" => 7,
-            "aug" => 8,
-            "sep" => 9,
-            "oct" => 10,
-            "nov" => 11,
-            _ => 12,
-        };
-        month_day(c.get(0).map_or(0, |m| m.start()), month, num(&c, 2));
-    }
-    for m in RELATIVE.find_iter(text) {
-        let days = match m.as_str().to_ascii_lowercase().as_str() {
-            "大后天" => 3,
-            "后天" | "day after tomorrow" => 2,
-            "明天" | "明日" | "tomorrow" => 1,
-            _ => 0,
-        };
-        found.push((m.start(), today + Duration::days(days)));
-    }
-    found.into_iter().min_by_key(|(pos, _)| *pos)
-}
-
-/// The first time of day mentioned in `text` as `HH:MM`, with its byte offset.
-pub fn find_time(text: &str) -> Option<(usize, String)> {
-    let mut found: Vec<(usize, u32, u32)> = Vec::new();
-    for c in CLOCK.captures_iter(text) {
-        // Not the `MM-DD` of a date: `12-01` has no colon, so only real clocks match here.
-        found.push((c.get(1).map_or(0, |m| m.start()), num(&c, 1), num(&c, 2)));
-    }
-    for c in CN_CLOCK.captures_iter(text) {
-        let mut h = num(&c, 2);
-        let min = if c.get(3).is_some() { 30 } else { c.get(4).map_or(0, |m| m.as_str().parse().unwrap_or(0)) };
-        if matches!(c.get(1).map(|m| m.as_str()), Some("下午" | "傍晚" | "晚上")) && h < 12 {
-            h += 12;
-        }
-        if h < 24 && min < 60 {
-            found.push((c.get(0).map_or(0, |m| m.start()), h, min));
-        }
-    }
-    for c in EN_CLOCK.captures_iter(text) {
-        let mut h = num(&c, 1);
-        let min = c.get(2).map_or(0, |m| m.as_str().parse().unwrap_or(0));
-        let pm = c[3].eq_ignore_ascii_case("pm");
-        if (1..=12).contains(&h) {
-            h = match (pm, h) {
-                (true, 12) => 12,
-                (true, h) => h + 12,
-                (false, 12) => 0,
-                (false, h) => h,
-            };
-            found.push((c.get(0).map_or(0, |m| m.start()), h, min));
-        }
-    }
-    found.into_iter().min_by_key(|(pos, _, _)| *pos).map(|(pos, h, m)| (pos, format!("{h:02}:{m:02}")))
-}
-
-/// `YYYY-MM-DDTHH:MM` from an ISO datetime, a date plus a time, or a time alone (today).
-pub fn find_datetime(text: &str, today: NaiveDate) -> Option<String> {
-    static ISO_DT: LazyLock<Regex> = LazyLock::new(|| re(r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2})"));
-    if let Some(c) = ISO_DT.captures(text) {
-        if NaiveDate::parse_from_str(&c[1], "%Y-%m-%d").is_ok() {
-            return Some(format!("{}T{}", &c[1], &c[2]));
-        }
-    }
-    let (_, time) = find_time(text)?;
-    let date = find_date(text, today).map_or(today, |(_, d)| d);
-    Some(format!("{date}T{time}"))
-}
-
-/// The first standalone number (not part of a code like `CA1234`, a date or a clock time).
-fn find_number(text: &str) -> Option<Value> {
-    let bytes = text.as_bytes();
-    for m in NUMBER.find_iter(text) {
+    let mut out = Vec::new();
+    for (i, m) in matches.iter().enumerate() {
         let before = text[..m.start()].chars().next_back();
         let after = text[m.end()..].chars().next();
-        let glued = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphabetic() || matches!(c, '-' | '/' | ':' | '：'));
-        let date_or_time = after.is_some_and(|c| matches!(c, '年' | '月' | '日' | '号' | '点'));
-        if glued(before) || glued(after) || date_or_time || (m.start() > 0 && bytes[m.start() - 1] == b'.') {
+        let slash = |c: Option<char>| c == Some('/');
+        let lone_slash = (slash(before) || slash(after)) && run_len[i] != 2;
+        let code_before = before.is_some_and(|c| c.is_ascii_alphabetic() || matches!(c, '-' | ':' | '：' | '.'));
+        let glued_after =
+            after.is_some_and(|c| matches!(c, '-' | ':' | '：')) || unit_is_clock_or_ordinal(&text[m.end()..]);
+        let date_or_time = after.is_some_and(|c| matches!(c, '年' | '月' | '日' | '号' | '点' | '时' | '分'));
+        if lone_slash || code_before || glued_after || date_or_time {
             continue;
         }
         let s = m.as_str();
-        return if s.contains('.') {
+        let value = if s.contains('.') {
             s.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number)
         } else {
             s.parse::<i64>().ok().map(|n| Value::Number(n.into()))
         };
+        if let Some(value) = value {
+            out.push(Span { start: m.start(), end: m.end(), value });
+        }
     }
-    None
+    out
 }
 
-fn find_phone(text: &str) -> Option<String> {
+/// `true` when the letters right after a number make it a clock time (`3pm`), an ordinal date
+/// (`1st`) or part of a code (`12A3`).
+fn unit_is_clock_or_ordinal(rest: &str) -> bool {
+    let letters: String = rest.chars().take_while(char::is_ascii_alphabetic).collect::<String>().to_ascii_lowercase();
+    if letters.is_empty() {
+        return false;
+    }
+    let code = rest[letters.len()..].chars().next().is_some_and(|c| c.is_ascii_digit());
+    code || matches!(letters.as_str(), "am" | "pm" | "a" | "p" | "st" | "nd" | "rd" | "th" | "h")
+}
+
+fn find_phones(text: &str) -> Vec<Span<String>> {
     let digits = |s: &str| s.chars().filter(|c| c.is_ascii_digit() || *c == '+').collect::<String>();
-    if let Some(c) = CN_MOBILE.captures(text) {
-        return c.get(1).map(|m| digits(m.as_str()));
+    let mut found: Vec<Span<String>> = CN_MOBILE
+        .captures_iter(text)
+        .filter_map(|c| c.get(1))
+        .map(|m| Span { start: m.start(), end: m.end(), value: digits(m.as_str()) })
+        .collect();
+    for m in INTL_PHONE.find_iter(text) {
+        if !found.iter().any(|f| f.start < m.end() && m.start() < f.end) {
+            found.push(Span { start: m.start(), end: m.end(), value: digits(m.as_str()) });
+        }
     }
-    INTL_PHONE.find(text).map(|m| digits(m.as_str()))
-}
-
-fn num(c: &regex::Captures<'_>, i: usize) -> u32 {
-    c.get(i).and_then(|m| m.as_str().parse().ok()).unwrap_or(0)
+    found.sort_by_key(|f| f.start);
+    found
 }
 
 #[cfg(test)]
@@ -233,41 +227,41 @@ mod tests {
         NaiveDate::from_ymd_opt(2026, 11, 23).unwrap()
     }
 
-    #[test]
-    fn dates() {
-        let d = |t: &str| find_date(t, today()).map(|(_, d)| d.to_string());
-        assert_eq!(d("明天入住").as_deref(), Some("2026-11-24"));
-        assert_eq!(d("后天").as_deref(), Some("2026-11-25"));
-        assert_eq!(d("大后天").as_deref(), Some("2026-11-26"));
-        assert_eq!(d("check in tomorrow").as_deref(), Some("2026-11-24"));
-        assert_eq!(d("the day after tomorrow").as_deref(), Some("2026-11-25"));
-        assert_eq!(d("today").as_deref(), Some("2026-11-23"));
-        assert_eq!(d("北京，2026-12-01 入住").as_deref(), Some("2026-12-01"));
-        assert_eq!(d("2026年12月1日").as_deref(), Some("2026-12-01"));
-        assert_eq!(d("12月1号").as_deref(), Some("2026-12-01"));
-        assert_eq!(d("1月5日").as_deref(), Some("2027-01-05"));
-        assert_eq!(d("on Dec 3rd").as_deref(), Some("2026-12-03"));
-        assert_eq!(d("2026-02-30"), None);
-        assert_eq!(d("航班CA1234"), None);
+    fn first_number(text: &str) -> Option<Value> {
+        find_numbers(text).into_iter().next().map(|f| f.value)
+    }
+
+    fn all(x: &Extractor, text: &str) -> Vec<Value> {
+        x.find_all(text, today()).into_iter().map(|f| f.value).collect()
     }
 
     #[test]
-    fn times_and_datetimes() {
-        assert_eq!(find_time("下午3点半到").map(|t| t.1).as_deref(), Some("15:30"));
-        assert_eq!(find_time("at 9pm").map(|t| t.1).as_deref(), Some("21:00"));
-        assert_eq!(find_time("14:05落地").map(|t| t.1).as_deref(), Some("14:05"));
-        assert_eq!(find_datetime("明天14:30到", today()).as_deref(), Some("2026-11-24T14:30"));
-        assert_eq!(find_datetime("2026-12-01T08:15", today()).as_deref(), Some("2026-12-01T08:15"));
-        assert_eq!(find_datetime("2026-12-01", today()), None);
+    fn builtin_types_give_wire_formats() {
+        let x = |t| Extractor::Builtin(t);
+        assert_eq!(x(ValueType::Date).extract("下周一上午10点", today()), Some(serde_json::json!("2026-11-30")));
+        assert_eq!(x(ValueType::Time).extract("下午三点半", today()), Some(serde_json::json!("15:30")));
+        assert_eq!(
+            x(ValueType::Datetime).extract("下周一上午10点", today()),
+            Some(serde_json::json!("2026-11-30T10:00"))
+        );
+        assert_eq!(all(&x(ValueType::Date), "12月1日入住，12月3日离店"), ["2026-12-01", "2026-12-03"]);
     }
 
     #[test]
     fn numbers_phones_emails() {
-        assert_eq!(find_number("把1000美元换成人民币"), Some(serde_json::json!(1000)));
-        assert_eq!(find_number("航班CA1234，换 12.5 欧元"), Some(serde_json::json!(12.5)));
-        assert_eq!(find_number("12月1日 3点"), None);
-        assert_eq!(find_phone("电话 138-1234-5678").as_deref(), Some("13812345678"));
-        assert_eq!(find_phone("call +44 20 7946 0958").as_deref(), Some("+442079460958"));
+        assert_eq!(first_number("把1000美元换成人民币"), Some(serde_json::json!(1000)));
+        assert_eq!(first_number("航班CA1234，换 12.5 欧元"), Some(serde_json::json!(12.5)));
+        assert_eq!(first_number("12月1日 3点"), None);
+        assert_eq!(first_number("at 3pm"), None);
+        let n = Extractor::Builtin(ValueType::Number);
+        assert_eq!(all(&n, "120/80"), [120, 80]);
+        assert_eq!(all(&n, "120，80"), [120, 80]);
+        assert_eq!(all(&n, "血压 135/85mmHg"), [135, 85]);
+        assert!(all(&n, "2026/12/01").is_empty());
+        assert!(all(&n, "2026-12-01 14:30").is_empty());
+        let phone = Extractor::Builtin(ValueType::Phone);
+        assert_eq!(all(&phone, "电话 138-1234-5678"), ["13812345678"]);
+        assert_eq!(all(&phone, "call +44 20 7946 0958"), ["+442079460958"]);
         let email = Extractor::Builtin(ValueType::Email);
         assert_eq!(email.extract("mail me at a.b@example.com", today()), Some(serde_json::json!("a.b@example.com")));
     }
@@ -277,6 +271,7 @@ mod tests {
         let list = vec!["北京".to_string(), "上海".to_string(), "Beijing".to_string(), "Xi'an".to_string()];
         let x = Extractor::new(&ExtractSpec { values: Some(list), ..Default::default() }, &BTreeMap::new()).unwrap();
         assert_eq!(x.extract("上海和北京", today()), Some(serde_json::json!("上海")));
+        assert_eq!(all(&x, "从北京到上海"), ["北京", "上海"]);
         assert_eq!(x.extract("hotel in BEIJING please", today()), Some(serde_json::json!("Beijing")));
         assert_eq!(x.extract("Beijingese", today()), None);
     }

@@ -4,17 +4,22 @@
 //!
 //! - [`terms`]: CJK-aware term matching of keywords, names and examples.
 //! - [`extract`]: semantic-key extractors (`extract:` rules of a capability card).
+//! - [`dates`]: relative and Chinese dates and times, for the date/time extractors.
+//! - [`assign`](mod@assign): which value of a text goes to which of several keys of one card.
 //! - [`tokenize`]: text analysis (jieba segmentation, bigrams, stemming, concept lexicon).
 //! - [`recognize`]: the scoring recognizer (which cards a query asks for, with evidence).
 
+pub mod assign;
+pub mod dates;
 pub mod extract;
 pub mod recognize;
 pub mod terms;
 pub mod tokenize;
 
+pub use assign::{assign, KeyRule};
 pub use extract::Extractor;
 pub use recognize::{CardScore, Evidence, Recognition, Recognizer, Selected};
-pub use terms::{find_term, normalize, LexiconMatcher, Term, TermMatcher};
+pub use terms::{find_term, find_term_all, normalize, LexiconMatcher, Term, TermMatcher};
 
 /// Serializes a confidence (0..1, an `f32`) as a number with two decimals: `0.3`, never the
 /// `f32`'s widened digits (`0.30000001192092896`). For `#[serde(serialize_with)]`.

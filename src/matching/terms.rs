@@ -34,14 +34,17 @@ impl Term {
 /// Byte offset of the first match of `term` in `lower_text` (already lower-cased): substring for
 /// CJK terms, whole word for ASCII terms.
 pub fn find_term(lower_text: &str, term: &Term) -> Option<usize> {
-    if term.is_empty() {
-        return None;
-    }
-    if !term.word {
-        return lower_text.find(&term.lower);
-    }
+    find_term_all(lower_text, term).next()
+}
+
+/// Byte offsets of every match of `term` in `lower_text`, as [`find_term`] matches.
+pub fn find_term_all<'a>(lower_text: &'a str, term: &'a Term) -> impl Iterator<Item = usize> + 'a {
     let bytes = lower_text.as_bytes();
-    lower_text.match_indices(&term.lower).map(|(i, _)| i).find(|&i| {
+    let pattern = if term.is_empty() { None } else { Some(term.lower.as_str()) };
+    pattern.into_iter().flat_map(move |p| lower_text.match_indices(p).map(|(i, _)| i)).filter(move |&i| {
+        if !term.word {
+            return true;
+        }
         let end = i + term.lower.len();
         let before_ok = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
         let after_ok = end >= bytes.len() || !bytes[end].is_ascii_alphanumeric();

@@ -19,6 +19,7 @@ use chrono::NaiveDate;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+pub use crate::registry::Rejection;
 pub use choice::{ChoiceCandidate, ChoiceInput, IntentChoice};
 pub use intent::{Lang, SimpleIntent};
 pub use plan::{
@@ -454,10 +455,11 @@ fn elliptical(
     let mut rewritten = prev.query.to_string();
     let mut changed = false;
     for agent in &agents {
-        for key in &agent.keys {
-            let Some(new) = key.extractor.as_ref().and_then(|x| x.extract(query, src.today)) else { continue };
+        let said = plan::text_values(agent, |_| true, query, src.today);
+        for (key, new) in agent.keys.iter().zip(said) {
+            let Some(new) = new else { continue };
             let old = src.session_slots.get(&key.spec.key);
-            if old == Some(&new) || !key.accepts(&new) {
+            if old == Some(&new) || key.check(&new, src.today).is_err() {
                 continue;
             }
             changed = true;
@@ -510,12 +512,10 @@ pub fn supplies(
 fn supplies_pending(registry: &Registry, pending: &[SubTask], src: KeySources<'_>) -> bool {
     pending.iter().any(|t| {
         let Some(agent) = registry.get_enabled(&t.assigned_agent) else { return false };
-        agent.keys.iter().filter(|k| !t.inputs.contains_key(&k.spec.key)).any(|k| {
-            src.slots
-                .get(&k.spec.key)
-                .map(|v| plan::coerce(k, v))
-                .or_else(|| k.extractor.as_ref().and_then(|x| x.extract(src.text, src.today)))
-                .is_some_and(|v| k.accepts(&v))
+        let open = |k: &crate::registry::KeyDef| !t.inputs.contains_key(&k.spec.key);
+        let said = plan::text_values(agent, open, src.text, src.today);
+        agent.keys.iter().zip(said).filter(|(k, _)| open(k)).any(|(k, said)| {
+            src.slots.get(&k.spec.key).map(|v| plan::coerce(k, v)).or(said).is_some_and(|v| k.accepts(&v))
         })
     })
 }

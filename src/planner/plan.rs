@@ -14,7 +14,8 @@ use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::registry::{CapabilityCard, KeyDef};
+use crate::matching::{assign, KeyRule};
+use crate::registry::{CapabilityCard, KeyDef, Rejection};
 use crate::text::{Lang, Texts};
 
 /// Lifecycle of a sub-task.
@@ -136,6 +137,14 @@ pub struct SemanticInfo {
     /// The capabilities offered by a did-you-mean question (`type: "intent"`), best first.
     #[serde(default)]
     pub candidates: Vec<super::choice::ChoiceCandidate>,
+    /// For `invalid`: the values not accepted, parallel to `keys` (extension; not sent when
+    /// empty).
+    #[serde(default)]
+    pub rejected_values: Vec<Value>,
+    /// For `invalid`: why each was not accepted, parallel to `keys` (extension; not sent when
+    /// empty): `not_an_option`, `past_date` or `invalid`.
+    #[serde(default)]
+    pub reasons: Vec<Rejection>,
 }
 
 impl Serialize for SemanticInfo {
@@ -153,6 +162,10 @@ impl Serialize for SemanticInfo {
             fe_wigdets_suggestion: &'a [String],
             #[serde(skip_serializing_if = "<[_]>::is_empty")]
             candidates: &'a [super::choice::ChoiceCandidate],
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            rejected_values: &'a [Value],
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            reasons: &'a [Rejection],
         }
         Wire {
             kind: self.kind,
@@ -163,6 +176,8 @@ impl Serialize for SemanticInfo {
             fe_widgets_suggestion: &self.fe_widgets_suggestion,
             fe_wigdets_suggestion: &self.fe_widgets_suggestion,
             candidates: &self.candidates,
+            rejected_values: &self.rejected_values,
+            reasons: &self.reasons,
         }
         .serialize(s)
     }
@@ -260,6 +275,28 @@ pub fn coerce(key: &KeyDef, value: &Value) -> Value {
     }
 }
 
+/// The values this turn's `text` gives `agent`'s keys, in key order: each value to at most one
+/// key ([`crate::matching::assign()`]); `open` says which keys still need one.
+pub fn text_values(
+    agent: &CapabilityCard,
+    open: impl Fn(&KeyDef) -> bool,
+    text: &str,
+    today: NaiveDate,
+) -> Vec<Option<Value>> {
+    let rules: Vec<KeyRule<'_>> = agent
+        .keys
+        .iter()
+        .map(|k| KeyRule { extractor: k.extractor.as_ref(), labels: &k.labels, open: open(k) })
+        .collect();
+    assign(&rules, text, today)
+}
+
+/// A remembered value for `key`: the session slot of its name, else of the first of its `from`
+/// names the session has.
+pub fn remembered<'a>(key: &KeyDef, session_slots: &'a Map<String, Value>) -> Option<&'a Value> {
+    std::iter::once(&key.spec.key).chain(&key.spec.from).find_map(|name| session_slots.get(name))
+}
+
 /// Builds a plan from candidates, its user-facing message from `texts`. Returns the plan and the valid values found this turn (from
 /// slots and text), which the session remembers. The steps, in order: `fill_keys` (values
 /// from slots, text and memory), `link_producers` (data-flow edges), `break_cycles` (edges
@@ -300,8 +337,8 @@ struct Draft {
     tasks: Vec<SubTask>,
     /// Key indices without a value.
     missing: Vec<Vec<usize>>,
-    /// Key indices with a value that fails the key's schema.
-    invalid: Vec<Vec<usize>>,
+    /// Key indices with a value that was not accepted, the value and why.
+    invalid: Vec<Vec<(usize, Value, Rejection)>>,
     /// The tasks each task waits for.
     deps: Vec<BTreeSet<usize>>,
     /// Data-flow edges: (task, producer, key index).
@@ -325,25 +362,23 @@ fn fill_keys(candidates: &[Candidate], src: KeySources<'_>, plan_id: &str) -> (D
     let mut counter = 0;
     for (i, cand) in candidates.iter().enumerate() {
         let mut inputs = cand.inputs.clone();
-        for (k, key) in cand.agent.keys.iter().enumerate() {
+        let open = |k: &KeyDef| !inputs.contains_key(&k.spec.key) && !src.slots.contains_key(&k.spec.key);
+        let from_text = text_values(&cand.agent, open, src.text, src.today);
+        for ((k, key), said) in cand.agent.keys.iter().enumerate().zip(from_text) {
             let name = &key.spec.key;
             if inputs.contains_key(name) {
                 continue;
             }
-            let fresh = src
-                .slots
-                .get(name)
-                .map(|v| coerce(key, v))
-                .or_else(|| key.extractor.as_ref().and_then(|x| x.extract(src.text, src.today)));
-            let value = fresh.clone().or_else(|| src.session_slots.get(name).cloned());
-            match value {
-                Some(v) if key.accepts(&v) => {
+            let fresh = src.slots.get(name).map(|v| coerce(key, v)).or(said);
+            let value = fresh.clone().or_else(|| remembered(key, src.session_slots).cloned());
+            match value.map(|v| (key.check(&v, src.today), v)) {
+                Some((Ok(()), v)) => {
                     if fresh.is_some() {
                         found.insert(name.clone(), v.clone());
                     }
                     inputs.insert(name.clone(), v);
                 }
-                Some(_) => draft.invalid[i].push(k),
+                Some((Err(why), v)) => draft.invalid[i].push((k, v, why)),
                 None => draft.missing[i].push(k),
             }
         }
@@ -378,8 +413,10 @@ fn link_producers(candidates: &[Candidate], draft: &mut Draft) {
         let agent = &candidates[i].agent;
         let (deps, edges) = (&mut draft.deps, &mut draft.edges);
         draft.missing[i].retain(|&k| {
-            let key = &agent.keys[k].spec.key;
-            let producer = (0..n).find(|&j| j != i && candidates[j].agent.spec.produces.iter().any(|p| p == key));
+            let spec = &agent.keys[k].spec;
+            let names: Vec<&String> = std::iter::once(&spec.key).chain(&spec.from).collect();
+            let producer =
+                (0..n).find(|&j| j != i && candidates[j].agent.spec.produces.iter().any(|p| names.contains(&p)));
             match producer {
                 Some(j) => {
                     deps[i].insert(j);
@@ -422,11 +459,13 @@ fn mark_blocked(candidates: &[Candidate], draft: &mut Draft, order: &[usize]) ->
         let agent = &candidates[i].agent;
         draft.missing[i].sort_unstable();
         let waits_on_blocked = draft.deps[i].iter().any(|&j| draft.tasks[j].status == TaskStatus::Blocked);
-        for (kind, list) in [(MissKind::Miss, &draft.missing[i]), (MissKind::Invalid, &draft.invalid[i])] {
+        let invalid: Vec<usize> = draft.invalid[i].iter().map(|(k, _, _)| *k).collect();
+        for (kind, list) in [(MissKind::Miss, &draft.missing[i]), (MissKind::Invalid, &invalid)] {
             if list.is_empty() {
                 continue;
             }
             let keys: Vec<&KeyDef> = list.iter().map(|&k| &agent.keys[k]).collect();
+            let rejected = if kind == MissKind::Invalid { draft.invalid[i].as_slice() } else { &[] };
             semantic_info.push(SemanticInfo {
                 kind,
                 sub_agent_id: agent.spec.id.to_string(),
@@ -435,6 +474,8 @@ fn mark_blocked(candidates: &[Candidate], draft: &mut Draft, order: &[usize]) ->
                 key_descriptions: keys.iter().map(|k| k.spec.description.clone()).collect(),
                 fe_widgets_suggestion: keys.iter().map(|k| k.widget.clone()).collect(),
                 candidates: Vec::new(),
+                rejected_values: rejected.iter().map(|(_, v, _)| v.clone()).collect(),
+                reasons: rejected.iter().map(|(_, _, why)| *why).collect(),
             });
             for k in keys {
                 if !missing_keys.contains(&k.spec.key) {

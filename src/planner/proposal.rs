@@ -135,7 +135,7 @@ fn proposed_inputs(
         match agent.keys.iter().find(|k| &k.spec.key == name) {
             Some(key) => {
                 let v = coerce(key, value);
-                if key.accepts(&v) {
+                if key.check(&v, src.today).is_ok() {
                     found.insert(name.clone(), v.clone());
                     inputs.insert(name.clone(), v);
                 } else {

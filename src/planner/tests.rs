@@ -196,3 +196,126 @@ fn out_of_scope_without_candidates_is_not_a_question() {
         assert!(!matches!(turn.decision, Decision::Choose(_)), "{query:?}: {}", kind(&turn.decision));
     }
 }
+
+/// A registry of cards with two keys of one kind each (issue: the right value in the right key).
+fn pairs_registry() -> Arc<Registry> {
+    let yaml = r#"
+version: 1
+agents:
+  - id: bp_agent
+    name: 血压记录
+    description: 记录血压
+    endpoint: { url: "http://127.0.0.1:9/invoke", protocol: http }
+    keywords: [血压, blood pressure]
+    input_schema:
+      type: object
+      properties:
+        message: { type: string }
+        systolic: { type: number, minimum: 50, maximum: 260 }
+        diastolic: { type: number, minimum: 30, maximum: 200 }
+    output_schema: { type: object }
+    required_semantic_keys:
+      - { key: systolic, description: 收缩压, extract: { type: number }, synonyms: [高压] }
+      - { key: diastolic, description: 舒张压, extract: { type: number }, synonyms: [低压] }
+  - id: train_agent
+    name: 火车票
+    description: 预订火车票
+    endpoint: { url: "http://127.0.0.1:9/invoke", protocol: http }
+    keywords: [火车票, train]
+    input_schema: { type: object, properties: { message: { type: string }, origin: { type: string }, destination: { type: string } } }
+    output_schema: { type: object }
+    required_semantic_keys:
+      - { key: origin, description: 出发城市, extract: { values: [北京, 上海, 广州] }, synonyms: [从, from] }
+      - { key: destination, description: 到达城市, extract: { values: [北京, 上海, 广州] }, synonyms: [到, 去, to] }
+  - id: stay_agent
+    name: 民宿
+    description: 预订民宿
+    endpoint: { url: "http://127.0.0.1:9/invoke", protocol: http }
+    keywords: [民宿]
+    input_schema: { type: object, properties: { message: { type: string }, check_in: { type: string }, check_out: { type: string } } }
+    output_schema: { type: object }
+    required_semantic_keys:
+      - { key: check_in, description: 入住日期, extract: { type: date, not_before: today }, synonyms: [入住] }
+      - { key: check_out, description: 离店日期, extract: { type: date, not_before: today }, synonyms: [离店, 退房] }
+"#;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let loaded = crate::config::load_from_str(yaml, &dir.join("pairs.yaml"), dir, &|_| None).unwrap();
+    Arc::new(Registry::from_config(loaded, 1).unwrap())
+}
+
+/// The plan of a decision.
+fn plan_of(turn: TurnDecision) -> TaskPlan {
+    match turn.decision {
+        Decision::Plan { plan, .. } => plan,
+        other => panic!("a plan, got {}", kind(&other)),
+    }
+}
+
+/// The values of `keys` in the plan's first sub-task (`null` for a missing one).
+fn values(plan: &TaskPlan, keys: &[&str]) -> Vec<Value> {
+    keys.iter().map(|k| plan.sub_tasks[0].inputs.get(*k).cloned().unwrap_or(Value::Null)).collect()
+}
+
+#[test]
+fn two_keys_of_one_kind_get_one_value_each() {
+    let reg = pairs_registry();
+    let bp = ["systolic", "diastolic"];
+    let cases = [
+        ("记录血压120/80", json!([120, 80])),
+        ("记录血压 120，80", json!([120, 80])),
+        ("记录血压：收缩压135，舒张压85", json!([135, 85])),
+        ("blood pressure: diastolic 85 systolic 135", json!([135, 85])),
+        ("记录血压120", json!([120, null])),
+        ("记录血压 120 80 70", json!([null, null])),
+    ];
+    for (query, want) in cases {
+        let plan = plan_of(decide(&reg, query, &idle()));
+        assert_eq!(Value::Array(values(&plan, &bp)), want, "{query}");
+    }
+    // "120" then "80" on the next turn: the second value goes to the key still asked for.
+    let first = plan_of(decide(&reg, "记录血压120", &idle()));
+    assert_eq!(first.missing_semantic_keys, ["diastolic"]);
+    let ctx = Ctx { pending: Some(first.blocked().cloned().collect()), ..idle() };
+    let second = plan_of(decide(&reg, "80", &ctx));
+    assert_eq!(values(&second, &bp), [json!(120), json!(80)]);
+    assert_eq!(second.runnable().count(), 1);
+
+    let route = |q: &str| values(&plan_of(decide(&reg, q, &idle())), &["origin", "destination"]);
+    assert_eq!(route("订火车票，从北京到上海"), [json!("北京"), json!("上海")]);
+    assert_eq!(route("订火车票 上海到广州"), [json!("上海"), json!("广州")]);
+    assert_eq!(route("订去广州的火车票"), [Value::Null, json!("广州")]);
+    let stay = |q: &str| values(&plan_of(decide(&reg, q, &idle())), &["check_in", "check_out"]);
+    assert_eq!(stay("订民宿，12月1日入住，12月3日离店"), [json!("2026-12-01"), json!("2026-12-03")]);
+    assert_eq!(stay("订民宿，下周三入住，下周五退房"), [json!("2026-12-02"), json!("2026-12-04")]);
+}
+
+#[test]
+fn a_past_date_is_invalid_with_its_value_and_reason() {
+    let reg = registry();
+    let plan = plan_of(decide(&reg, "帮我订北京的酒店，2020-01-01入住", &idle()));
+    assert_eq!(plan.runnable().count(), 0, "never dispatched");
+    let info = &plan.semantic_info[0];
+    assert_eq!(info.kind, MissKind::Invalid);
+    assert_eq!(info.keys, ["check_in_date"]);
+    assert_eq!(info.rejected_values, [json!("2020-01-01")]);
+    assert_eq!(info.reasons, [Rejection::PastDate]);
+    // "下周一上午10点" is next Monday, not today.
+    let plan = plan_of(decide(&reg, "帮我订北京的酒店，下周一入住", &idle()));
+    assert_eq!(plan.sub_tasks[0].inputs["check_in_date"], "2026-11-30");
+}
+
+#[test]
+fn a_key_is_filled_from_an_upstream_output_or_memory_under_another_name() {
+    let reg = registry();
+    // The flight produces arrival_airport: the pickup's airport waits for it, never asked.
+    let plan = plan_of(decide(&reg, "帮我查一下航班CA1234，然后安排接机", &idle()));
+    assert!(plan.semantic_info.is_empty(), "{:?}", plan.semantic_info);
+    assert_eq!(plan.sub_tasks[1].dependencies, [plan.sub_tasks[0].task_id.clone()]);
+    // A flight looked up earlier: its remembered arrival_airport fills the airport.
+    let mut ctx = idle();
+    ctx.session_slots =
+        json!({ "arrival_airport": "白云机场", "arrival_time": "2026-12-01T14:30" }).as_object().unwrap().clone();
+    let plan = plan_of(decide(&reg, "安排接机", &ctx));
+    assert_eq!(plan.runnable().count(), 1);
+    assert_eq!(plan.sub_tasks[0].inputs["airport"], "白云机场");
+}

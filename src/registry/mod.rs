@@ -13,14 +13,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use arc_swap::ArcSwap;
+use chrono::NaiveDate;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::config::{
-    compile_schema, key_subschema, CapabilityCardSpec, ConfigError, ConfigErrors, LoadedConfig, PlannerSettings,
-    Prompts, Protocol, SemanticKeySpec, SupervisorSettings,
+    compile_schema, key_subschema, CapabilityCardSpec, ConfigError, ConfigErrors, DateBound, LoadedConfig,
+    PlannerSettings, Prompts, Protocol, SemanticKeySpec, SupervisorSettings,
 };
-use crate::matching::{Extractor, LexiconMatcher, Recognizer, TermMatcher};
+use crate::matching::{Extractor, LexiconMatcher, Recognizer, Term, TermMatcher};
 use crate::redact::Secrets;
 use crate::text::Texts;
 
@@ -38,6 +39,25 @@ pub struct KeyDef {
     pub json_type: Option<String>,
     /// The rule planner's extractor, when `extract` is set.
     pub extractor: Option<Extractor>,
+    /// Words that name the key in a text: its name (also with spaces for underscores), its
+    /// description and its `synonyms`, prepared for matching.
+    pub labels: Vec<Term>,
+    /// The values the key's property allows (its schema's `enum`), empty when not enumerated.
+    pub options: Vec<Value>,
+    /// `extract.not_before`, if set.
+    pub not_before: Option<DateBound>,
+}
+
+/// Why a value for a key was not accepted (`semantic_info[].reasons` on the wire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rejection {
+    /// Not one of the values the key's schema enumerates.
+    NotAnOption,
+    /// A date before `not_before` (a past date).
+    PastDate,
+    /// Fails the key's property schema otherwise (type, pattern, range, format).
+    Invalid,
 }
 
 impl KeyDef {
@@ -46,6 +66,58 @@ impl KeyDef {
         let mut obj = Map::with_capacity(1);
         obj.insert(self.spec.key.clone(), value.clone());
         self.validator.is_valid(&Value::Object(obj))
+    }
+
+    /// Checks `value` against the key's property schema and its `not_before` rule, resolved
+    /// against `today` (the turn's date in `supervisor.timezone`).
+    ///
+    /// # Errors
+    /// Why the value is not accepted.
+    pub fn check(&self, value: &Value, today: NaiveDate) -> Result<(), Rejection> {
+        if !self.accepts(value) {
+            let listed = self.options.is_empty() || self.options.contains(value);
+            return Err(if listed { Rejection::Invalid } else { Rejection::NotAnOption });
+        }
+        let date = value.as_str().and_then(|s| s.get(..10)).and_then(|d| NaiveDate::parse_from_str(d, "%Y-%m-%d").ok());
+        match (self.not_before, date) {
+            (Some(DateBound::Today), Some(date)) if date < today => Err(Rejection::PastDate),
+            _ => Ok(()),
+        }
+    }
+
+    /// Compiles `spec`: `sub` is its property's schema ([`key_subschema`]), `validator` that
+    /// schema compiled, `lists` the config's value lists.
+    fn new(
+        spec: &SemanticKeySpec,
+        sub: &Value,
+        validator: jsonschema::Validator,
+        lists: &std::collections::BTreeMap<String, Vec<String>>,
+    ) -> Self {
+        let prop = &sub["properties"][&spec.key];
+        Self {
+            spec: spec.clone(),
+            widget: spec.widget.clone().unwrap_or_default(),
+            validator,
+            json_type: prop["type"].as_str().map(str::to_string),
+            extractor: spec.extract.as_ref().and_then(|x| Extractor::new(x, lists)),
+            labels: Self::label_terms(spec),
+            options: prop["enum"].as_array().cloned().unwrap_or_default(),
+            not_before: spec.extract.as_ref().and_then(|x| x.not_before),
+        }
+    }
+
+    /// The key's names in a text (see [`KeyDef::labels`]).
+    fn label_terms(spec: &SemanticKeySpec) -> Vec<Term> {
+        let spaced = spec.key.replace('_', " ");
+        let mut words: Vec<&str> = vec![&spec.key, &spaced, &spec.description];
+        words.extend(spec.synonyms.iter().map(String::as_str));
+        let mut seen = std::collections::HashSet::new();
+        words
+            .into_iter()
+            .filter(|w| seen.insert(w.trim().to_lowercase()))
+            .map(Term::new)
+            .filter(|t| !t.is_empty())
+            .collect()
     }
 }
 
@@ -126,6 +198,8 @@ pub struct Registry {
     pub lexicons: LexiconMatcher,
     /// Every value interpolated from `${ENV}` (never shown).
     pub secrets: Arc<Secrets>,
+    /// `supervisor.timezone`, parsed (`None`: the host's local zone).
+    pub timezone: Option<chrono_tz::Tz>,
     agents: Vec<Arc<CapabilityCard>>,
     index: HashMap<String, usize>,
 }
@@ -155,14 +229,8 @@ impl Registry {
             let mut keys = Vec::with_capacity(resolved.spec.required_semantic_keys.len());
             for (j, k) in resolved.spec.required_semantic_keys.iter().enumerate() {
                 let sub = key_subschema(&resolved.input_schema, &[k.key.as_str()]);
-                let json_type = sub["properties"][&k.key]["type"].as_str().map(str::to_string);
-                keys.push(KeyDef {
-                    spec: k.clone(),
-                    widget: k.widget.clone().unwrap_or_default(),
-                    validator: compile(&sub, format!("/agents/{i}/required_semantic_keys/{j}"))?,
-                    json_type,
-                    extractor: k.extract.as_ref().and_then(|x| Extractor::new(x, &loaded.file.lists)),
-                });
+                let validator = compile(&sub, format!("/agents/{i}/required_semantic_keys/{j}"))?;
+                keys.push(KeyDef::new(k, &sub, validator, &loaded.file.lists));
             }
             let mut headers = reqwest::header::HeaderMap::new();
             for (name, value) in &resolved.headers {
@@ -197,7 +265,9 @@ impl Registry {
             agents.iter().filter(|a| a.spec.enabled && a.unavailable.is_none()).map(|a| &a.spec).collect();
         let recognizer = Recognizer::new(&usable, &loaded.file.lists);
         let lexicons = LexiconMatcher::new(loaded.texts.lexicons());
+        let timezone = loaded.file.supervisor.timezone.as_deref().and_then(|tz| tz.parse().ok());
         Ok(Self {
+            timezone,
             version,
             hash: loaded.hash,
             loaded_at: SystemTime::now(),
@@ -214,6 +284,15 @@ impl Registry {
             agents,
             index,
         })
+    }
+
+    /// The date at `now` in `supervisor.timezone` (the host's local zone when unset): what
+    /// relative dates of a turn and `not_before: today` resolve against.
+    pub fn today(&self, now: chrono::DateTime<chrono::Utc>) -> NaiveDate {
+        match self.timezone {
+            Some(tz) => now.with_timezone(&tz).date_naive(),
+            None => now.with_timezone(&chrono::Local).date_naive(),
+        }
     }
 
     /// The texts users read, as configured for this snapshot: one turn keeps one catalog.

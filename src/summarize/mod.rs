@@ -9,7 +9,8 @@
 use serde_json::Value;
 
 use crate::planner::{
-    choice, ChoiceCandidate, EscalationReason, MissKind, SemanticInfo, SimpleIntent, SubTask, TaskPlan, TaskStatus,
+    choice, ChoiceCandidate, EscalationReason, MissKind, Rejection, SemanticInfo, SimpleIntent, SubTask, TaskPlan,
+    TaskStatus,
 };
 use crate::registry::Registry;
 use crate::text::{FluentValue, Lang, Texts};
@@ -91,7 +92,8 @@ pub fn sections(registry: &Registry, plan: &TaskPlan, lang: Lang) -> Sections {
     out
 }
 
-/// The blocked keys as user lines (`- 入住城市（例如：北京）`), and their examples.
+/// The blocked keys as user lines (`- 入住城市（例如：北京）`, or for a value not accepted
+/// `- 接机机场：“火星机场”无法使用，请从以下选项中选择：…`), and their examples.
 fn still_needed(registry: &Registry, plan: &TaskPlan, lang: Lang) -> (Vec<String>, Vec<String>) {
     let mut lines = Vec::new();
     let mut examples = Vec::new();
@@ -102,29 +104,17 @@ fn still_needed(registry: &Registry, plan: &TaskPlan, lang: Lang) -> (Vec<String
     for info in &plan.semantic_info {
         let task = plan.sub_tasks.iter().find(|t| t.task_id == info.task_id);
         let agent = registry.get(&info.sub_agent_id);
-        for (key, description) in info.keys.iter().zip(&info.key_descriptions) {
-            let example = agent
-                .and_then(|a| a.keys.iter().find(|k| &k.spec.key == key))
-                .and_then(|k| k.spec.example.as_ref())
-                .map(example_text);
-            let invalid = info.kind == crate::planner::MissKind::Invalid;
-            let purpose = task.filter(|_| several).map(|t| t.description.as_str());
-            let id = match (invalid, &example, purpose) {
-                (true, Some(_), _) => "ask-key-invalid-example",
-                (true, None, _) => "ask-key-invalid",
-                (false, Some(_), Some(_)) => "ask-key-for-example",
-                (false, Some(_), None) => "ask-key-example",
-                (false, None, Some(_)) => "ask-key-for",
-                (false, None, None) => "ask-key",
+        for (n, (key, description)) in info.keys.iter().zip(&info.key_descriptions).enumerate() {
+            let def = agent.and_then(|a| a.keys.iter().find(|k| &k.spec.key == key));
+            let example = def.and_then(|k| k.spec.example.as_ref()).map(example_text);
+            let ask = Ask {
+                description,
+                example: example.as_deref(),
+                purpose: task.filter(|_| several).map(|t| t.description.as_str()),
+                rejected: (info.kind == MissKind::Invalid).then(|| (info.rejected_values.get(n), info.reasons.get(n))),
+                options: def.map_or(&[], |k| k.options.as_slice()),
             };
-            let mut args: Vec<(&str, FluentValue<'_>)> = vec![("key", description.as_str().into())];
-            if let Some(ex) = &example {
-                args.push(("example", ex.as_str().into()));
-            }
-            if let Some(p) = purpose.filter(|_| !invalid) {
-                args.push(("task", p.into()));
-            }
-            let line = registry.texts().get(lang, id, &args);
+            let line = ask.line(registry.texts(), lang);
             if !lines.contains(&line) {
                 lines.push(line);
             }
@@ -136,6 +126,78 @@ fn still_needed(registry: &Registry, plan: &TaskPlan, lang: Lang) -> (Vec<String
         }
     }
     (lines, examples)
+}
+
+/// One key to ask for.
+struct Ask<'a> {
+    description: &'a str,
+    example: Option<&'a str>,
+    /// The sub-task it is for, when several are asking.
+    purpose: Option<&'a str>,
+    /// For an invalid key: the value not accepted and why, when known.
+    rejected: Option<(Option<&'a Value>, Option<&'a Rejection>)>,
+    /// The values the key allows (its schema's enum).
+    options: &'a [Value],
+}
+
+/// At most this many allowed values are listed when asking again.
+const OPTIONS_SHOWN: usize = 10;
+
+impl Ask<'_> {
+    /// The ask-key-* line for this key.
+    fn line(&self, texts: &Texts, lang: Lang) -> String {
+        let mut args: Vec<(&str, FluentValue<'_>)> = vec![("key", self.description.into())];
+        if let Some(ex) = self.example {
+            args.push(("example", ex.into()));
+        }
+        let with_example = self.example.is_some();
+        let id = match (self.rejected, self.purpose) {
+            (Some((Some(value), why)), _) => {
+                args.push(("value", example_text(value).into()));
+                args.push(("reason", self.reason(texts, lang, why.copied()).into()));
+                if with_example {
+                    "ask-key-rejected-example"
+                } else {
+                    "ask-key-rejected"
+                }
+            }
+            (Some((None, _)), _) if with_example => "ask-key-invalid-example",
+            (Some((None, _)), _) => "ask-key-invalid",
+            (None, Some(p)) => {
+                args.push(("task", p.into()));
+                if with_example {
+                    "ask-key-for-example"
+                } else {
+                    "ask-key-for"
+                }
+            }
+            (None, None) if with_example => "ask-key-example",
+            (None, None) => "ask-key",
+        };
+        texts.get(lang, id, &args)
+    }
+
+    /// Why the value was not accepted, with the allowed values (in the answer's language when
+    /// the list mixes languages) when the schema enumerates them.
+    fn reason(&self, texts: &Texts, lang: Lang, why: Option<Rejection>) -> String {
+        let all: Vec<String> = self.options.iter().map(example_text).collect();
+        let same_lang: Vec<String> = all.iter().filter(|o| Lang::detect(o) == lang).cloned().collect();
+        let options = if same_lang.is_empty() { all } else { same_lang };
+        match why {
+            Some(Rejection::PastDate) => texts.get(lang, "reason-past-date", &[]),
+            _ if !options.is_empty() => {
+                let sep = texts.get(lang, "option-separator", &[]);
+                let shown = options.iter().take(OPTIONS_SHOWN).cloned().collect::<Vec<_>>().join(&sep);
+                if options.len() > OPTIONS_SHOWN {
+                    let args = [("options", shown.into()), ("count", options.len().into())];
+                    texts.get(lang, "reason-not-an-option-more", &args)
+                } else {
+                    texts.get(lang, "reason-not-an-option", &[("options", shown.into())])
+                }
+            }
+            _ => texts.get(lang, "reason-invalid", &[]),
+        }
+    }
 }
 
 fn example_text(v: &Value) -> String {
@@ -270,5 +332,56 @@ pub fn choice_info(texts: &Texts, choice_id: &str, offered: Vec<ChoiceCandidate>
         key_descriptions: vec![texts.get(lang, "choice-key-description", &[])],
         fe_widgets_suggestion: vec![choice::CHOICE_WIDGET.to_string()],
         candidates: offered,
+        rejected_values: Vec::new(),
+        reasons: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use chrono::NaiveDate;
+    use serde_json::{json, Map, Value};
+
+    use super::*;
+    use crate::planner::{plan_turn, Decision, TurnInput};
+    use crate::registry::RegistryHandle;
+
+    /// The `blocked` text of a fresh turn with `query` and form `slots`.
+    fn ask(query: &str, slots: Value, lang: Lang) -> String {
+        let reg =
+            RegistryHandle::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join("agents_config.yaml")).unwrap().load();
+        let slots: Map<String, Value> = slots.as_object().cloned().unwrap_or_default();
+        let input = TurnInput {
+            query,
+            slots: &slots,
+            session_slots: &Map::new(),
+            pending: None,
+            choice: None,
+            pending_plan_id: None,
+            previous: None,
+            today: NaiveDate::from_ymd_opt(2026, 11, 23).unwrap(),
+            plan_id: "plan_t",
+            lang,
+        };
+        let Decision::Plan { plan, .. } = plan_turn(&reg, input).decision else { panic!("a plan") };
+        blocked_text(&reg, &plan, lang)
+    }
+
+    #[test]
+    fn a_rejected_value_is_named_with_why_and_the_options() {
+        let past = ask("帮我订北京的酒店，2020-01-01入住", json!({}), Lang::Zh);
+        assert!(past.contains("入住日期：“2020-01-01”无法使用，这个日期已经过去了"), "{past}");
+        assert!(past.contains("例如：2026-12-01"), "the example is kept: {past}");
+
+        let zh = ask("安排接机", json!({ "airport": "火星机场", "arrival_time": "2026-12-01T14:30" }), Lang::Zh);
+        assert!(zh.contains("接机机场：“火星机场”无法使用，请从以下选项中选择：白云机场、首都机场"), "{zh}");
+        assert!(zh.contains("咸阳机场") && !zh.contains("Baiyun"), "all ten Chinese options, no English: {zh}");
+        assert!(zh.contains("例如：白云机场"), "{zh}");
+
+        let en = ask("arrange a pickup", json!({ "airport": "Mars", "arrival_time": "2026-12-01T14:30" }), Lang::En);
+        assert!(en.contains("\"Mars\" cannot be used: please choose one of Baiyun Airport, Capital Airport"), "{en}");
+        assert!(!en.contains("白云机场,"), "{en}");
     }
 }

@@ -58,6 +58,9 @@ pub struct Supervisor {
     pub executor: Executor,
     /// The LLM planner, when `LLM_BASE_URL` + `LLM_MODEL` are set.
     pub llm: Option<Arc<LlmPlanner>>,
+    /// A fixed date for the turns' relative dates (tests); `None`: the clock's date in
+    /// `supervisor.timezone`.
+    pub today: Option<chrono::NaiveDate>,
     /// Turns in flight (a shutdown waits for their session writes).
     pub turns: tokio_util::task::TaskTracker,
     /// Cancelled when a shutdown's drain deadline passes: turns still running are cut off and
@@ -92,6 +95,7 @@ impl Supervisor {
             sessions,
             executor: Executor::default(),
             llm: None,
+            today: None,
             turns: tokio_util::task::TaskTracker::new(),
             shutdown: tokio_util::sync::CancellationToken::new(),
         }
@@ -101,6 +105,12 @@ impl Supervisor {
     /// summary remain the fallback).
     pub fn with_llm(mut self, settings: Option<LlmSettings>) -> Self {
         self.llm = settings.map(|s| Arc::new(LlmPlanner::new(s)));
+        self
+    }
+
+    /// Resolves every turn's relative dates against `today` instead of the clock (tests).
+    pub fn with_today(mut self, today: Option<chrono::NaiveDate>) -> Self {
+        self.today = today;
         self
     }
 

@@ -69,7 +69,8 @@ impl Supervisor {
             self.decide_turn(t, session).await
         };
         self.emit_intent_done(t, &turn, &meta, expired.is_some());
-        if let Some(question) = restart_offer(t, expired.as_ref(), &turn.decision) {
+        let today = self.today.unwrap_or_else(|| t.registry.today(t.now));
+        if let Some(question) = restart_offer(t, expired.as_ref(), &turn.decision, today) {
             for (k, v) in &t.req.slots {
                 session.slots.insert(k.clone(), v.clone());
             }
@@ -187,7 +188,7 @@ impl Supervisor {
             choice,
             previous: (!conv.last_intent.is_empty())
                 .then_some(Previous { intent: &conv.last_intent, query: &conv.last_query }),
-            today: chrono::Local::now().date_naive(),
+            today: self.today.unwrap_or_else(|| t.registry.today(t.now)),
             plan_id: &plan_id,
             lang: t.lang,
         };
@@ -380,11 +381,15 @@ fn expired_what(t: &TurnCtx<'_>, expired: Option<&Dropped>) -> String {
 /// (out of scope, or a did-you-mean question) but brings values for the expired sub-tasks, the
 /// user is offered to start them again with those values — a one-option question on the
 /// original query with the late text, accepted by "是" / "ok".
-fn restart_offer(t: &TurnCtx<'_>, expired: Option<&Dropped>, decision: &Decision) -> Option<IntentChoice> {
+fn restart_offer(
+    t: &TurnCtx<'_>,
+    expired: Option<&Dropped>,
+    decision: &Decision,
+    today: chrono::NaiveDate,
+) -> Option<IntentChoice> {
     let Some(Dropped::Keys(p)) = expired else { return None };
     let nothing_else =
         matches!(decision, Decision::Direct(crate::planner::SimpleIntent::OutOfScope) | Decision::Choose(_));
-    let today = chrono::Local::now().date_naive();
     if !nothing_else || !crate::planner::supplies(t.registry, &p.tasks, &t.req.query, &t.req.slots, today) {
         return None;
     }

@@ -234,7 +234,8 @@ fn flight_number(raw: &str) -> Option<String> {
 /// An airport of the demo's `airports` list.
 #[derive(Debug)]
 struct Airport {
-    /// The short name used in the config list and in outputs (`白云机场`).
+    /// The short name used in the config list and in outputs (`白云机场`; the flight's
+    /// `arrival_airport`, which the pickup card takes `from`).
     short: &'static str,
     /// The official name (`广州白云国际机场`).
     full: &'static str,
@@ -497,8 +498,10 @@ fn flight(req: &mut Request<'_>) -> Result<Reply, String> {
             "flight_no": no,
             "airline": airline_zh,
             "status": if delay == 0 { "准点" } else { "延误" },
-            "departure_airport": departure.full,
-            "arrival_airport": arrival.full,
+            "departure_airport": departure.short,
+            "departure_airport_name": departure.full,
+            "arrival_airport": arrival.short,
+            "arrival_airport_name": arrival.full,
             "arrival_time": iso_minute(eta),
             "terminal": terminal,
             "city": arrival.city,
@@ -868,7 +871,8 @@ mod tests {
         let r = run_zh(SampleAgentKind::Flight, json!({ "flight_no": "ca 1234" })).unwrap();
         assert_eq!(r.output["flight_no"], "CA1234");
         assert_eq!(r.output["airline"], "中国国际航空");
-        assert_eq!(r.output["arrival_airport"], "广州白云国际机场");
+        assert_eq!(r.output["arrival_airport"], "白云机场");
+        assert_eq!(r.output["arrival_airport_name"], "广州白云国际机场");
         assert_ne!(r.output["departure_airport"], r.output["arrival_airport"]);
         let eta = r.output["arrival_time"].as_str().unwrap();
         assert!(parse_arrival(eta).is_some(), "{eta}");

@@ -92,7 +92,13 @@ async fn demo_config_files_agree_with_the_agents() {
         for k in keys {
             let key = k["key"].as_str().unwrap();
             let fields: Vec<&String> = k.as_object().unwrap().keys().collect();
-            assert_eq!(fields, ["key", "description", "widget", "extract", "example"], "{id}.{key}");
+            assert_eq!(fields[..5], ["key", "description", "widget", "extract", "example"], "{id}.{key}");
+            assert!(fields[5..].iter().all(|f| ["synonyms", "from"].contains(&f.as_str())), "{id}.{key}: {fields:?}");
+            // A `from` name is an output some card produces.
+            for name in k["from"].as_array().into_iter().flatten() {
+                let produced = agents.iter().any(|a| a["produces"].as_array().is_some_and(|p| p.contains(name)));
+                assert!(produced, "{id}.{key}: from {name} is produced by a card");
+            }
             assert!(input["properties"][key].is_object(), "{id}: {key} is an input property");
             let widget = k["widget"].as_str().unwrap();
             assert!(widgets[widget].is_object(), "{id}.{key}: widget {widget} exists");
