@@ -60,6 +60,8 @@ pub struct AppOptions {
     /// Agent endpoints moved after every load (`demo --agents-port-base`); `None` keeps the
     /// config's.
     pub endpoints: Option<reload::snapshot::EndpointOverride>,
+    /// `auth` values given on the command line / in the environment, replacing the file's.
+    pub auth: crate::config::AuthOverrides,
 }
 
 impl Default for AppOptions {
@@ -76,6 +78,7 @@ impl Default for AppOptions {
             watch_files: false,
             admin_token: None,
             endpoints: None,
+            auth: crate::config::AuthOverrides::default(),
         }
     }
 }
@@ -87,7 +90,7 @@ impl Default for AppOptions {
 /// [`StartError::Config`] with every config error; [`StartError::Store`] when the session store
 /// cannot be opened; [`StartError::Reload`] if watching fails.
 pub async fn build_state(config: &Path, opts: AppOptions) -> Result<AppState, StartError> {
-    let registry = Arc::new(reload::snapshot::open_with(config, opts.endpoints.as_ref()).await?);
+    let registry = Arc::new(reload::snapshot::open_with(config, opts.endpoints.as_ref(), &opts.auth).await?);
     let backend = open_backend(&opts.store).await?;
     let sessions = Arc::new(SessionStore::new(backend, opts.session_ttl));
     let reloader = reload::spawn(registry.clone(), config.to_path_buf(), opts.watch_files, opts.endpoints)?;
@@ -102,6 +105,7 @@ pub async fn build_state(config: &Path, opts: AppOptions) -> Result<AppState, St
         ),
         shutdown: supervisor.shutdown.clone(),
         cors_origins: opts.cors_origins.into(),
+        auth: Arc::default(),
         supervisor,
     })
 }

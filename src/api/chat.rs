@@ -36,7 +36,9 @@ pub struct ChatBody {
     /// The user's text; may be empty when `slots` carry the turn.
     #[serde(default)]
     pub query: String,
-    /// The user.
+    /// The user. Optional with `auth.mode` `jwt` / `trusted_header` (the verified user; another
+    /// one is refused with 403); required otherwise.
+    #[serde(default)]
     pub user_id: String,
     /// The thread; created when absent.
     #[serde(default)]
@@ -52,7 +54,17 @@ impl ChatBody {
     /// # Errors
     /// [`ApiError::BadRequest`] naming the rule broken.
     pub fn validate(self) -> Result<TurnRequest, ApiError> {
-        self.check(false)
+        self.check(false, false)
+    }
+
+    /// Like [`ChatBody::validate`], for a turn that resumes the pending clarification without
+    /// new values (an AG-UI `resolved` resume of an `auth_required` interrupt, sent with new
+    /// credentials): an empty query is then allowed.
+    ///
+    /// # Errors
+    /// [`ApiError::BadRequest`] naming the rule broken.
+    pub fn validate_resume(self) -> Result<TurnRequest, ApiError> {
+        self.check(false, true)
     }
 
     /// Like [`ChatBody::validate`], for a turn that cancels the pending clarification (an empty
@@ -61,12 +73,12 @@ impl ChatBody {
     /// # Errors
     /// [`ApiError::BadRequest`] naming the rule broken.
     pub fn validate_cancel(self) -> Result<TurnRequest, ApiError> {
-        self.check(true)
+        self.check(true, true)
     }
 
-    fn check(self, cancel: bool) -> Result<TurnRequest, ApiError> {
+    fn check(self, cancel: bool, may_be_empty: bool) -> Result<TurnRequest, ApiError> {
         let slots = self.slots.unwrap_or_default();
-        if !cancel && self.query.trim().is_empty() && slots.is_empty() {
+        if !may_be_empty && self.query.trim().is_empty() && slots.is_empty() {
             return Err(ApiError::bad_request("empty_query", "`query` is empty and no `slots` were given"));
         }
         if self.query.chars().count() > MAX_QUERY_CHARS {
@@ -107,6 +119,7 @@ impl ChatBody {
             slots,
             trace_id: None,
             cancel,
+            principal: None,
         })
     }
 }
@@ -273,10 +286,14 @@ pub async fn chat(
     State(state): State<AppState>,
     client: super::limits::ClientAddr,
     headers: HeaderMap,
-    ApiJson(body): ApiJson<ChatBody>,
+    ApiJson(mut body): ApiJson<ChatBody>,
 ) -> Result<Response, ApiError> {
+    let principal = super::identity::verify(&state, &headers, client).await?;
+    body.user_id =
+        super::identity::acting_user(principal.as_deref(), [Some(body.user_id.as_str())])?.unwrap_or_default();
     let mut req = body.validate()?;
     req.trace_id = trace_id(&headers);
+    req.principal = principal;
     let admission = state.limits.admit_from(&req.user_id, client.0)?;
     let notice = shutdown_text(&state.supervisor.registry.load(), &req.query);
     let turn = state.supervisor.start_turn(req);

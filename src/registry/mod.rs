@@ -126,6 +126,12 @@ pub struct Registry {
     pub lexicons: LexiconMatcher,
     /// Every value interpolated from `${ENV}` (never shown).
     pub secrets: Arc<Secrets>,
+    /// `auth`, compiled (effective settings: file + command-line overrides).
+    pub auth: Arc<crate::auth::AuthConfig>,
+    /// Where audit lines of `write` dispatches go: `None` = off, `Some(None)` = stdout.
+    pub audit_log: Option<Option<std::path::PathBuf>>,
+    /// The prompt-injection screen (`guardrails`).
+    pub screen: crate::guardrails::Screen,
     agents: Vec<Arc<CapabilityCard>>,
     index: HashMap<String, usize>,
 }
@@ -211,6 +217,9 @@ impl Registry {
             recognizer,
             lexicons,
             secrets,
+            auth: Arc::new(compile_auth(&loaded.file.auth, loaded.auth_key.as_ref(), &file_name)?),
+            audit_log: loaded.audit_log,
+            screen: crate::guardrails::Screen::new(&loaded.file.guardrails),
             agents,
             index,
         })
@@ -240,6 +249,23 @@ impl Registry {
     pub fn get_enabled(&self, id: &str) -> Option<&Arc<CapabilityCard>> {
         self.get(id).filter(|a| a.spec.enabled && a.unavailable.is_none())
     }
+}
+
+/// The snapshot's `auth`, compiled (a PEM key that is no public key is a config error).
+fn compile_auth(
+    auth: &crate::config::AuthSettings,
+    key: Option<&crate::config::AuthKey>,
+    file_name: &str,
+) -> Result<crate::auth::AuthConfig, ConfigErrors> {
+    crate::auth::AuthConfig::new(auth.clone(), key).map_err(|message| {
+        ConfigErrors(vec![ConfigError {
+            file: file_name.to_string(),
+            line: None,
+            column: None,
+            pointer: Some("/auth/jwt/public_key_env".into()),
+            message,
+        }])
+    })
 }
 
 /// What a reload attempt did.
@@ -290,6 +316,8 @@ pub struct RegistryHandle {
     current: ArcSwap<Registry>,
     status: Mutex<ReloadStatus>,
     next_version: AtomicU64,
+    /// `auth` values from the command line, applied at every load of this handle's config.
+    overrides: crate::config::AuthOverrides,
 }
 
 impl RegistryHandle {
@@ -300,7 +328,21 @@ impl RegistryHandle {
             current: ArcSwap::from_pointee(first),
             status: Mutex::new(ReloadStatus::default()),
             next_version: AtomicU64::new(next),
+            overrides: crate::config::AuthOverrides::default(),
         }
+    }
+
+    /// The handle with the `auth` overrides its reloads apply (the first snapshot must have been
+    /// loaded with the same).
+    #[must_use]
+    pub fn with_overrides(mut self, overrides: crate::config::AuthOverrides) -> Self {
+        self.overrides = overrides;
+        self
+    }
+
+    /// The `auth` overrides every load of this handle's config applies.
+    pub fn overrides(&self) -> &crate::config::AuthOverrides {
+        &self.overrides
     }
 
     /// Records an attempt that was rejected with the same errors on the same content as the last
