@@ -112,8 +112,12 @@ pub async fn run(
     let Resumed { slots, answers, cancelled } = resumed(&state, &input, &user).await?;
     let cancel = cancelled && slots.is_empty() && answers.is_empty();
     let query = if input.resume.is_empty() { last_user_text(&input.messages) } else { answers.join("\n") };
-    let body =
-        super::chat::ChatBody { query, user_id: user, thread_id: Some(input.thread_id.clone()), slots: Some(slots) };
+    let body = super::chat::ChatBody {
+        query,
+        user_id: Some(user),
+        thread_id: Some(input.thread_id.clone()),
+        slots: Some(slots),
+    };
     let resumed = !input.resume.is_empty();
     let mut req: TurnRequest = match (cancel, resumed) {
         (true, _) => body.validate_cancel()?,

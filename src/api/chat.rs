@@ -39,7 +39,7 @@ pub struct ChatBody {
     /// The user. Optional with `auth.mode` `jwt` / `trusted_header` (the verified user; another
     /// one is refused with 403); required otherwise.
     #[serde(default)]
-    pub user_id: String,
+    pub user_id: Option<String>,
     /// The thread; created when absent.
     #[serde(default)]
     pub thread_id: Option<String>,
@@ -88,7 +88,8 @@ impl ChatBody {
             ));
         }
         let id_ok = |s: &str| !s.is_empty() && s.chars().count() <= MAX_ID_CHARS && !s.chars().any(char::is_control);
-        if !id_ok(&self.user_id) {
+        let user_id = self.user_id.unwrap_or_default();
+        if !id_ok(&user_id) {
             return Err(ApiError::bad_request(
                 "invalid_user_id",
                 format!("`user_id` must be 1-{MAX_ID_CHARS} printable characters"),
@@ -114,7 +115,7 @@ impl ChatBody {
         }
         Ok(TurnRequest {
             query: self.query,
-            user_id: self.user_id,
+            user_id,
             thread_id: self.thread_id,
             slots,
             trace_id: None,
@@ -289,8 +290,11 @@ pub async fn chat(
     ApiJson(mut body): ApiJson<ChatBody>,
 ) -> Result<Response, ApiError> {
     let principal = super::identity::verify(&state, &headers, client).await?;
-    body.user_id =
-        super::identity::acting_user(principal.as_deref(), [Some(body.user_id.as_str())])?.unwrap_or_default();
+    if let Some(p) = &principal {
+        body.user_id = super::identity::acting_user(Some(p), [body.user_id.as_deref()])?;
+    } else if body.user_id.is_none() {
+        return Err(ApiError::bad_request("invalid_body", "missing field `user_id`"));
+    }
     let mut req = body.validate()?;
     req.trace_id = trace_id(&headers);
     req.principal = principal;

@@ -574,7 +574,7 @@ fn start(
         continues.as_ref().map_or_else(|| format!("task_{}", uuid::Uuid::new_v4().simple()), |t| t.id.clone());
     let body = super::chat::ChatBody {
         query: text,
-        user_id: user.to_string(),
+        user_id: Some(user.to_string()),
         thread_id: Some(context_id.clone()),
         slots: Some(slots),
     };
