@@ -97,6 +97,7 @@ impl AuthError {
 }
 
 /// The `auth` settings of one snapshot, compiled.
+#[derive(Default)]
 pub struct AuthConfig {
     /// The effective settings (file + command-line overrides).
     pub settings: AuthSettings,
@@ -109,12 +110,6 @@ pub struct AuthConfig {
 impl std::fmt::Debug for AuthConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AuthConfig").field("settings", &self.settings).field("proxies", &self.proxies).finish()
-    }
-}
-
-impl Default for AuthConfig {
-    fn default() -> Self {
-        Self { settings: AuthSettings::default(), key: None, proxies: Vec::new() }
     }
 }
 

@@ -479,6 +479,9 @@ fn mark_blocked(candidates: &[Candidate], draft: &mut Draft, order: &[usize]) ->
     (semantic_info, missing_keys)
 }
 
+/// Whether an agent's sub-tasks may not run for this caller: why, and the card's scopes.
+pub type DenyFn<'a> = dyn Fn(&str) -> Option<(crate::auth::Denied, Vec<String>)> + 'a;
+
 /// Blocks every sub-task whose agent `denied` refuses (a `write` card the caller may not use),
 /// with an `auth` entry in `semantic_info` and the user-facing reason, and the sub-tasks waiting
 /// on a blocked one; refreshes the plan's message. Such a sub-task is never dispatched; the others
@@ -487,7 +490,7 @@ pub fn block_denied(
     texts: &Texts,
     plan: &mut TaskPlan,
     lang: Lang,
-    denied: &dyn Fn(&str) -> Option<(crate::auth::Denied, Vec<String>)>,
+    denied: &DenyFn<'_>,
 ) -> usize {
     let mut blocked = 0;
     for i in 0..plan.sub_tasks.len() {
