@@ -625,6 +625,16 @@ impl Checker<'_> {
         }
     }
 
+    /// `forward_user_token` sends the caller's `Authorization`: the card may not set its own.
+    fn forwarding(&mut self, agent: &CapabilityCardSpec, p: &str) {
+        if agent.forward_user_token && agent.endpoint.headers.keys().any(|h| h.eq_ignore_ascii_case("authorization")) {
+            self.err(
+                format!("{p}/forward_user_token"),
+                "forward_user_token sends the caller's Authorization header: remove endpoint.headers.Authorization",
+            );
+        }
+    }
+
     fn agents(&mut self, file: &ConfigFile, widgets: Option<&Map<String, Value>>) -> Vec<Option<ResolvedCard>> {
         let mut seen: HashSet<&str> = HashSet::new();
         let default_timeout = file.supervisor.default_agent_timeout.0;
@@ -637,14 +647,7 @@ impl Checker<'_> {
             let before = self.errors.len();
             let url = self.endpoint_url(agent, &p);
             let headers = self.endpoint_headers(agent, &p);
-            if agent.forward_user_token
-                && agent.endpoint.headers.keys().any(|h| h.eq_ignore_ascii_case("authorization"))
-            {
-                self.err(
-                    format!("{p}/forward_user_token"),
-                    "forward_user_token sends the caller's Authorization header: remove endpoint.headers.Authorization",
-                );
-            }
+            self.forwarding(agent, &p);
             let a2a = agent.endpoint.protocol == super::model::Protocol::A2a;
             let any_object = || Some(Arc::new(json!({ "type": "object" })));
             let mut schema_of = |src: &Option<SchemaSource>, field: &str| match src {

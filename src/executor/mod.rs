@@ -18,7 +18,7 @@ use crate::auth::Principal;
 use crate::config::Access;
 use crate::dispatch::{request_body, traceparent, AgentReply, Call, DispatchError, Dispatcher, RequestIds};
 use crate::events::{EventSink, Stage, StageEvent};
-use crate::planner::{TaskPlan, TaskStatus};
+use crate::planner::{SubTask, TaskPlan, TaskStatus};
 use crate::registry::{CapabilityCard, Registry};
 use crate::text::{Lang, Texts};
 
@@ -96,41 +96,7 @@ impl Executor {
                 match self.prepare(registry, plan, &deps[i], i, ctx) {
                     Ok((agent, body)) => {
                         plan.sub_tasks[i].status = TaskStatus::Running;
-                        let task = &plan.sub_tasks[i];
-                        sink.emit(
-                            StageEvent::new(Stage::AgentStarted, started_text(texts, ctx.lang, &task.description))
-                                .agent(&task.assigned_agent)
-                                .task(&task.task_id),
-                        );
-                        let dispatcher = self.dispatcher.clone();
-                        let sink = sink.clone();
-                        let task_id = task.task_id.clone();
-                        let remote = task.remote.clone();
-                        let breaker = registry.settings.circuit_breaker.clone();
-                        let tp = traceparent(&ctx.trace_id);
-                        let token = ctx
-                            .principal
-                            .as_ref()
-                            .and_then(|p| p.token.clone())
-                            .filter(|_| agent.spec.forward_user_token);
-                        // One span per dispatch, inside the turn's span (its trace id and thread).
-                        let span = tracing::info_span!("dispatch", agent = %agent.spec.id, task = %task_id);
-                        running.spawn(
-                            async move {
-                                let agent_id = agent.spec.id.clone();
-                                let on_delta = |text: &str| {
-                                    sink.emit(StageEvent::new(Stage::AgentDelta, text).agent(&agent_id).task(&task_id));
-                                };
-                                let call = Call { traceparent: &tp, user_token: token.as_deref() };
-                                (
-                                    i,
-                                    dispatcher
-                                        .dispatch(&agent, &body, remote.as_ref(), &call, &on_delta, &breaker)
-                                        .await,
-                                )
-                            }
-                            .instrument(span),
-                        );
+                        self.spawn_dispatch(&mut running, registry, &plan.sub_tasks[i], i, agent, body, ctx, sink);
                     }
                     Err(e) => self.finish(texts, plan, &deps, i, Err(e), ctx, sink),
                 }
@@ -169,6 +135,47 @@ impl Executor {
             }
         }
         report
+    }
+
+    /// Emits `agent_started` and starts the dispatch of sub-task `i` in `running`.
+    #[allow(clippy::too_many_arguments)]
+    fn spawn_dispatch(
+        &self,
+        running: &mut JoinSet<Finished>,
+        registry: &Registry,
+        task: &SubTask,
+        i: usize,
+        agent: Arc<CapabilityCard>,
+        body: Value,
+        ctx: &TurnContext,
+        sink: &EventSink,
+    ) {
+        let texts = registry.texts();
+        sink.emit(
+            StageEvent::new(Stage::AgentStarted, started_text(texts, ctx.lang, &task.description))
+                .agent(&task.assigned_agent)
+                .task(&task.task_id),
+        );
+        let dispatcher = self.dispatcher.clone();
+        let sink = sink.clone();
+        let task_id = task.task_id.clone();
+        let remote = task.remote.clone();
+        let breaker = registry.settings.circuit_breaker.clone();
+        let tp = traceparent(&ctx.trace_id);
+        let token = ctx.principal.as_ref().and_then(|p| p.token.clone()).filter(|_| agent.spec.forward_user_token);
+        // One span per dispatch, inside the turn's span (its trace id and thread).
+        let span = tracing::info_span!("dispatch", agent = %agent.spec.id, task = %task_id);
+        running.spawn(
+            async move {
+                let agent_id = agent.spec.id.clone();
+                let on_delta = |text: &str| {
+                    sink.emit(StageEvent::new(Stage::AgentDelta, text).agent(&agent_id).task(&task_id));
+                };
+                let call = Call { traceparent: &tp, user_token: token.as_deref() };
+                (i, dispatcher.dispatch(&agent, &body, remote.as_ref(), &call, &on_delta, &breaker).await)
+            }
+            .instrument(span),
+        );
     }
 
     /// The audit line of a finished call of a `write` agent (`auth.audit_log`).

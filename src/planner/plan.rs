@@ -486,12 +486,7 @@ pub type DenyFn<'a> = dyn Fn(&str) -> Option<(crate::auth::Denied, Vec<String>)>
 /// with an `auth` entry in `semantic_info` and the user-facing reason, and the sub-tasks waiting
 /// on a blocked one; refreshes the plan's message. Such a sub-task is never dispatched; the others
 /// run. Returns how many sub-tasks it blocked for auth.
-pub fn block_denied(
-    texts: &Texts,
-    plan: &mut TaskPlan,
-    lang: Lang,
-    denied: &DenyFn<'_>,
-) -> usize {
+pub fn block_denied(texts: &Texts, plan: &mut TaskPlan, lang: Lang, denied: &DenyFn<'_>) -> usize {
     let mut blocked = 0;
     for i in 0..plan.sub_tasks.len() {
         let task = &plan.sub_tasks[i];
