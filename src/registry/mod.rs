@@ -143,17 +143,8 @@ impl Registry {
     /// [`ConfigErrors`] only if a schema that passed validation fails to compile (not expected).
     pub fn from_config(loaded: LoadedConfig, version: u64) -> Result<Self, ConfigErrors> {
         let file_name = loaded.path.display().to_string();
-        let compile = |schema: &Value, pointer: String| {
-            compile_schema(schema).map_err(|message| {
-                ConfigErrors(vec![ConfigError {
-                    file: file_name.clone(),
-                    line: None,
-                    column: None,
-                    pointer: Some(pointer),
-                    message,
-                }])
-            })
-        };
+        let compile =
+            |schema: &Value, pointer: String| compile_schema(schema).map_err(|m| config_error(&file_name, pointer, m));
         let secrets = Arc::new(Secrets::new(loaded.secrets.iter().cloned()));
         crate::logging::remember_secrets(secrets.values());
         let mut agents = Vec::with_capacity(loaded.agents.len());
@@ -257,15 +248,19 @@ fn compile_auth(
     key: Option<&crate::config::AuthKey>,
     file_name: &str,
 ) -> Result<crate::auth::AuthConfig, ConfigErrors> {
-    crate::auth::AuthConfig::new(auth.clone(), key).map_err(|message| {
-        ConfigErrors(vec![ConfigError {
-            file: file_name.to_string(),
-            line: None,
-            column: None,
-            pointer: Some("/auth/jwt/public_key_env".into()),
-            message,
-        }])
-    })
+    crate::auth::AuthConfig::new(auth.clone(), key)
+        .map_err(|m| config_error(file_name, "/auth/jwt/public_key_env".into(), m))
+}
+
+/// One error at `pointer` of the config file.
+fn config_error(file_name: &str, pointer: String, message: String) -> ConfigErrors {
+    ConfigErrors(vec![ConfigError {
+        file: file_name.to_string(),
+        line: None,
+        column: None,
+        pointer: Some(pointer),
+        message,
+    }])
 }
 
 /// What a reload attempt did.
