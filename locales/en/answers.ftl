@@ -91,6 +91,8 @@ escalation-summary-user-requested = The user asked for a human: { $query }
 escalation-summary-sensitive = The message has sensitive content and needs a human's judgement: { $query }
 escalation-summary-self-harm = [URGENT] The user expressed thoughts of self-harm; follow up at once: { $query }
 escalation-summary-abusive = The user is upset and used abusive language: { $query }
+escalation-summary-prompt-injection = The message tried to change the assistant's instructions (prompt injection): { $query }
+escalation-summary-service-unavailable = A service the request needed is down (its circuit is open): { $query }
 escalation-repeated-failures = Sorry, I could not get this done several times in a row. I'm handing you over to a human agent.
 escalation-clarification-exhausted = It seems we could not settle the details I need. I'm handing you over to a human agent.
 # The escalation card's summary for the human agent. $query: what the user wrote.

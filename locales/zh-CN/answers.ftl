@@ -92,6 +92,8 @@ escalation-summary-user-requested = 用户要求人工服务：{ $query }
 escalation-summary-sensitive = 用户消息包含敏感内容，需要人工判断：{ $query }
 escalation-summary-self-harm = 【紧急】用户表达了自我伤害的想法，请立即跟进：{ $query }
 escalation-summary-abusive = 用户情绪激动，使用了辱骂性语言：{ $query }
+escalation-summary-prompt-injection = 用户消息试图改变助手的指令（提示词注入）：{ $query }
+escalation-summary-service-unavailable = 请求所需的服务暂时不可用（熔断中）：{ $query }
 escalation-repeated-failures = 抱歉，连续几次都没能帮您办成，正在为您转接人工客服，请稍候。
 escalation-clarification-exhausted = 看起来我们没能确认所需的信息，正在为您转接人工客服，请稍候。
 # The escalation card's summary for the human agent. $query: what the user wrote.

@@ -235,6 +235,8 @@ pub fn escalation_summary(texts: &Texts, reason: EscalationReason, query: &str, 
         EscalationReason::Sensitive => "escalation-summary-sensitive",
         EscalationReason::SelfHarm => "escalation-summary-self-harm",
         EscalationReason::Abusive => "escalation-summary-abusive",
+        EscalationReason::PromptInjection => "escalation-summary-prompt-injection",
+        EscalationReason::ServiceUnavailable => "escalation-summary-service-unavailable",
         EscalationReason::RepeatedFailures | EscalationReason::ClarificationRoundsExhausted => "escalation-summary",
     };
     texts.get(lang, id, &[("query", query.into())])

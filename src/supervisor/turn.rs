@@ -197,10 +197,10 @@ impl Supervisor {
         }
         t.sink.emit(StageEvent::new(Stage::IntentDone, t.text("stage-intent-understood")).state("guardrail", &guard));
         if screen.action == InjectionAction::Escalate {
-            let summary =
-                t.registry.texts().get(t.lang, "escalation-summary", &[("query", t.req.query.as_str().into())]);
+            let reason = EscalationReason::PromptInjection;
+            let summary = summarize::escalation_summary(t.registry.texts(), reason, &t.req.query, t.lang);
             let pending = session.conversation.pending().map(|p| p.tasks.clone());
-            let text = self.escalate(t, session, EscalationReason::PromptInjection, summary, pending.as_deref(), None);
+            let text = self.escalate(t, session, reason, summary, pending.as_deref(), None);
             return Screened::Ended(text);
         }
         let text = t.text("guard-refused");
@@ -294,10 +294,9 @@ impl Supervisor {
         }
         if report.circuit_open > 0 && t.registry.settings.on_circuit_open == CircuitOpenAction::Escalate {
             // A service is down: the answer says what was done, then offers a human.
-            let summary =
-                t.registry.texts().get(t.lang, "escalation-summary", &[("query", t.req.query.as_str().into())]);
-            let pending = session.conversation.pending().map(|p| p.tasks.clone());
             let reason = EscalationReason::ServiceUnavailable;
+            let summary = summarize::escalation_summary(t.registry.texts(), reason, &t.req.query, t.lang);
+            let pending = session.conversation.pending().map(|p| p.tasks.clone());
             return self.escalate(t, session, reason, summary, pending.as_deref(), Some(&text));
         }
         let plan = std::sync::Arc::new(plan);
