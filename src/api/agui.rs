@@ -9,7 +9,8 @@
 //! `TEXT_MESSAGE_*`; then `RUN_FINISHED` — with `outcome: {type: "interrupt", interrupts: [..]}`
 //! when semantic keys are missing (one interrupt per blocked sub-task: `id` = task id, `reason:
 //! "input_required"`, `message`, `responseSchema` from the agent's input schema for those keys,
-//! `expiresAt`, `metadata.widgets`) — or `RUN_ERROR`. The frontend resumes with
+//! `expiresAt`, `metadata.widgets`; `reason: "auth_required"` for a `write` sub-task the caller
+//! may not run) — or `RUN_ERROR`. The frontend resumes with
 //! `resume: [{interruptId, status: "resolved" | "cancelled", payload}]`: resolved payloads are the
 //! widget values (`slots`), cancelled drops the pending work.
 

@@ -13,7 +13,10 @@
 //! Missing semantic keys (or a sub-agent's question) end the task in `TASK_STATE_INPUT_REQUIRED`
 //! whose status message carries the text and a data part `{semantic_info: [{keys,
 //! key_descriptions, fe_widgets_suggestion, ..}]}`; a follow-up message on the same task resumes
-//! it. `CancelTask` stops following a running turn (which still completes in the background).
+//! it. A `write` sub-task the caller may not run ends it in `TASK_STATE_AUTH_REQUIRED` instead.
+//! With `auth` on, the caller is verified first (HTTP 401 / 403, not JSON-RPC errors), and the
+//! card declares the scheme (`securitySchemes`, `securityRequirements`). `CancelTask` stops
+//! following a running turn (which still completes in the background).
 
 mod tasks;
 
