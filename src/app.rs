@@ -63,6 +63,8 @@ pub struct AppOptions {
     /// A fixed date for every turn's relative dates and `not_before: today` (tests; `None`: the
     /// clock's date in `supervisor.timezone`).
     pub today: Option<chrono::NaiveDate>,
+    /// `auth` values given on the command line / in the environment, replacing the file's.
+    pub auth: crate::config::AuthOverrides,
 }
 
 impl Default for AppOptions {
@@ -80,6 +82,7 @@ impl Default for AppOptions {
             admin_token: None,
             endpoints: None,
             today: None,
+            auth: crate::config::AuthOverrides::default(),
         }
     }
 }
@@ -91,7 +94,7 @@ impl Default for AppOptions {
 /// [`StartError::Config`] with every config error; [`StartError::Store`] when the session store
 /// cannot be opened; [`StartError::Reload`] if watching fails.
 pub async fn build_state(config: &Path, opts: AppOptions) -> Result<AppState, StartError> {
-    let registry = Arc::new(reload::snapshot::open_with(config, opts.endpoints.as_ref()).await?);
+    let registry = Arc::new(reload::snapshot::open_with(config, opts.endpoints.as_ref(), &opts.auth).await?);
     let backend = open_backend(&opts.store).await?;
     let sessions = Arc::new(SessionStore::new(backend, opts.session_ttl));
     let reloader = reload::spawn(registry.clone(), config.to_path_buf(), opts.watch_files, opts.endpoints)?;
@@ -106,6 +109,7 @@ pub async fn build_state(config: &Path, opts: AppOptions) -> Result<AppState, St
         ),
         shutdown: supervisor.shutdown.clone(),
         cors_origins: opts.cors_origins.into(),
+        auth: Arc::default(),
         supervisor,
     })
 }

@@ -34,6 +34,7 @@
 
 pub mod api;
 pub mod app;
+pub mod auth;
 pub mod check;
 pub mod client;
 pub mod config;
@@ -42,6 +43,7 @@ pub mod dispatch;
 pub mod events;
 pub mod executor;
 pub mod files;
+pub mod guardrails;
 pub mod llm;
 pub mod logging;
 pub mod matching;

@@ -144,6 +144,45 @@ struct ServeArgs {
     /// Connections open at once from one client address; more are closed at once.
     #[arg(long, env = "SWITCHBOARD_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 256)]
     max_connections_per_address: usize,
+    #[command(flatten)]
+    auth: AuthArgs,
+}
+
+/// `auth` values that replace the config file's (at start-up and every reload).
+#[derive(clap::Args)]
+struct AuthArgs {
+    /// Who the caller is: none, jwt or trusted_header (replaces `auth.mode`).
+    #[arg(long, env = "SWITCHBOARD_AUTH_MODE")]
+    auth_mode: Option<switchboard::config::AuthMode>,
+    /// JWKS URL of the token issuer (replaces `auth.jwt.jwks_url`).
+    #[arg(long, env = "SWITCHBOARD_AUTH_JWKS_URL")]
+    auth_jwks_url: Option<String>,
+    /// Required token issuer (replaces `auth.jwt.issuer`).
+    #[arg(long, env = "SWITCHBOARD_AUTH_ISSUER")]
+    auth_issuer: Option<String>,
+    /// Required token audience (replaces `auth.jwt.audience`).
+    #[arg(long, env = "SWITCHBOARD_AUTH_AUDIENCE")]
+    auth_audience: Option<String>,
+    /// Trusted proxy CIDRs, comma-separated (replaces `auth.trusted_header.trusted_proxies`).
+    #[arg(long, env = "SWITCHBOARD_AUTH_TRUSTED_PROXIES", value_delimiter = ',')]
+    auth_trusted_proxies: Option<Vec<String>>,
+    /// Where audit lines of write dispatches go: stdout, off or a file (replaces
+    /// `auth.audit_log`).
+    #[arg(long, env = "SWITCHBOARD_AUDIT_LOG")]
+    audit_log: Option<String>,
+}
+
+impl AuthArgs {
+    fn overrides(&self) -> switchboard::config::AuthOverrides {
+        switchboard::config::AuthOverrides {
+            mode: self.auth_mode,
+            jwks_url: self.auth_jwks_url.clone(),
+            issuer: self.auth_issuer.clone(),
+            audience: self.auth_audience.clone(),
+            trusted_proxies: self.auth_trusted_proxies.clone(),
+            audit_log: self.audit_log.clone(),
+        }
+    }
 }
 
 impl ServeArgs {
@@ -276,6 +315,7 @@ fn options(store: StoreArgs, limits: ServeArgs) -> AppOptions {
         admin_token: std::env::var("SWITCHBOARD_ADMIN_TOKEN").ok(),
         endpoints: None,
         today: None,
+        auth: limits.auth.overrides(),
     }
 }
 

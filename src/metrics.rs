@@ -59,7 +59,10 @@ fn build() -> Result<Metrics, prometheus::Error> {
         config_version: IntGauge::new("config_version", "Version of the serving registry snapshot")?,
         open_streams: IntGauge::new("open_streams", "Chat streams currently open")?,
         shed: IntCounterVec::new(
-            Opts::new("rejected_requests_total", "Requests refused by limits (overload, rate)"),
+            Opts::new(
+                "rejected_requests_total",
+                "Requests refused (overload, rate, unauthenticated, prompt_injection, …)",
+            ),
             &["reason"],
         )?,
         registry,
@@ -122,7 +125,7 @@ pub fn config_version(version: u64) {
     with(|m| m.config_version.set(i64::try_from(version).unwrap_or(i64::MAX)));
 }
 
-/// A refused request (`overloaded`, `rate_limited`).
+/// A refused request (`overloaded`, `rate_limited`, `unauthenticated`, `prompt_injection`, …).
 pub fn rejected(reason: &str) {
     with(|m| m.shed.with_label_values(&[reason]).inc());
 }

@@ -6,6 +6,7 @@ mod a2a;
 mod a2a_peer;
 mod agui;
 mod api;
+mod auth;
 mod chat;
 mod check_agent;
 mod config;

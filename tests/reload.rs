@@ -285,6 +285,7 @@ async fn files_next_to_the_config_that_it_does_not_read_cause_no_reload() {
             slots: serde_json::Map::new(),
             trace_id: None,
             cancel: false,
+            principal: None,
         };
         let mut turn = state.supervisor.start_turn(req);
         while turn.events.recv().await.is_some() {}

@@ -104,7 +104,24 @@ escalation-summary-user-requested = The user asked for a human: { $query }
 escalation-summary-sensitive = The message has sensitive content and needs a human's judgement: { $query }
 escalation-summary-self-harm = [URGENT] The user expressed thoughts of self-harm; follow up at once: { $query }
 escalation-summary-abusive = The user is upset and used abusive language: { $query }
+escalation-summary-prompt-injection = The message tried to change the assistant's instructions (prompt injection): { $query }
+escalation-summary-service-unavailable = A service the request needed is down (its circuit is open): { $query }
 escalation-repeated-failures = Sorry, I could not get this done several times in a row. I'm handing you over to a human agent.
 escalation-clarification-exhausted = It seems we could not settle the details I need. I'm handing you over to a human agent.
 # The escalation card's summary for the human agent. $query: what the user wrote.
 escalation-summary = User request: { $query }
+escalation-prompt-injection = I can't follow instructions like that. A human agent will take this from here. Please hold on.
+# Offered after the summary when a service is down (supervisor.on_circuit_open: escalate).
+escalation-service-unavailable = One of our services is unavailable right now. I'm handing you over to a human agent who can help. Please hold on.
+
+## Permissions (auth)
+
+# A write sub-task while nobody is signed in. $task: the sub-task's description.
+auth-sign-in-required = "{ $task }" needs you to sign in first, so I have not done it yet.
+# A write sub-task the signed-in user lacks a permission for. $task as above.
+auth-scope-missing = Your account does not have the permission for "{ $task }", so I have not done it.
+
+## Guardrails
+
+# The answer to a message that matched the prompt-injection screen (injection_action: refuse).
+guard-refused = Sorry, I can't follow instructions that try to change how I work. I'm happy to help with your travel or other requests.

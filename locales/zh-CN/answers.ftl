@@ -105,7 +105,24 @@ escalation-summary-user-requested = 用户要求人工服务：{ $query }
 escalation-summary-sensitive = 用户消息包含敏感内容，需要人工判断：{ $query }
 escalation-summary-self-harm = 【紧急】用户表达了自我伤害的想法，请立即跟进：{ $query }
 escalation-summary-abusive = 用户情绪激动，使用了辱骂性语言：{ $query }
+escalation-summary-prompt-injection = 用户消息试图改变助手的指令（提示词注入）：{ $query }
+escalation-summary-service-unavailable = 请求所需的服务暂时不可用（熔断中）：{ $query }
 escalation-repeated-failures = 抱歉，连续几次都没能帮您办成，正在为您转接人工客服，请稍候。
 escalation-clarification-exhausted = 看起来我们没能确认所需的信息，正在为您转接人工客服，请稍候。
 # The escalation card's summary for the human agent. $query: what the user wrote.
 escalation-summary = 用户请求：{ $query }
+escalation-prompt-injection = 抱歉，我不能执行这类指令。正在为您转接人工客服，请稍候。
+# Offered after the summary when a service is down (supervisor.on_circuit_open: escalate).
+escalation-service-unavailable = 部分服务暂时不可用，正在为您转接人工客服，请稍候。
+
+## Permissions (auth)
+
+# A write sub-task while nobody is signed in. $task: the sub-task's description.
+auth-sign-in-required = 「{ $task }」需要您先登录，我还没有为您办理。
+# A write sub-task the signed-in user lacks a permission for. $task as above.
+auth-scope-missing = 您的账号没有「{ $task }」的权限，我没有为您办理。
+
+## Guardrails
+
+# The answer to a message that matched the prompt-injection screen (injection_action: refuse).
+guard-refused = 抱歉，我不能执行试图改变我工作方式的指令。如需查询航班、酒店、天气等服务，请直接告诉我。

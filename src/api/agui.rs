@@ -9,7 +9,8 @@
 //! `TEXT_MESSAGE_*`; then `RUN_FINISHED` — with `outcome: {type: "interrupt", interrupts: [..]}`
 //! when semantic keys are missing (one interrupt per blocked sub-task: `id` = task id, `reason:
 //! "input_required"`, `message`, `responseSchema` from the agent's input schema for those keys,
-//! `expiresAt`, `metadata.widgets`) — or `RUN_ERROR`. The frontend resumes with
+//! `expiresAt`, `metadata.widgets`; `reason: "auth_required"` for a `write` sub-task the caller
+//! may not run) — or `RUN_ERROR`. The frontend resumes with
 //! `resume: [{interruptId, status: "resolved" | "cancelled", payload}]`: resolved payloads are the
 //! widget values (`slots`), cancelled drops the pending work.
 
@@ -68,13 +69,14 @@ pub struct ResumeEntry {
     pub payload: Value,
 }
 
-fn user_id(input: &RunAgentInput, headers: &HeaderMap) -> Option<String> {
-    input.state["user_id"]
-        .as_str()
-        .or_else(|| headers.get("x-user-id").and_then(|v| v.to_str().ok()))
-        .or_else(|| input.forwarded_props["user_id"].as_str())
-        .filter(|u| !u.is_empty())
-        .map(str::to_string)
+/// The users a run names, in precedence order: `state.user_id`, header `x-user-id`,
+/// `forwardedProps.user_id`.
+fn named_users<'a>(input: &'a RunAgentInput, headers: &'a HeaderMap) -> [Option<&'a str>; 3] {
+    [
+        input.state["user_id"].as_str(),
+        headers.get("x-user-id").and_then(|v| v.to_str().ok()),
+        input.forwarded_props["user_id"].as_str(),
+    ]
 }
 
 fn last_user_text(messages: &[Value]) -> String {
@@ -99,7 +101,9 @@ pub async fn run(
     ApiJson(input): ApiJson<RunAgentInput>,
 ) -> Result<axum::response::Response, ApiError> {
     let policy = state.supervisor.registry.load().settings.anonymous;
-    let (user, anonymous) = match user_id(&input, &headers) {
+    let principal = super::identity::verify(&state, &headers, client).await?;
+    let named = super::identity::acting_user(principal.as_deref(), named_users(&input, &headers))?;
+    let (user, anonymous) = match named {
         Some(user) => (user, None),
         None => {
             let a = Anonymous::of(&headers, policy).ok_or_else(|| ApiError::bad_request("user_required", DENIED))?;
@@ -109,10 +113,20 @@ pub async fn run(
     let Resumed { slots, answers, cancelled } = resumed(&state, &input, &user).await?;
     let cancel = cancelled && slots.is_empty() && answers.is_empty();
     let query = if input.resume.is_empty() { last_user_text(&input.messages) } else { answers.join("\n") };
-    let body =
-        super::chat::ChatBody { query, user_id: user, thread_id: Some(input.thread_id.clone()), slots: Some(slots) };
-    let mut req: TurnRequest = if cancel { body.validate_cancel()? } else { body.validate()? };
+    let body = super::chat::ChatBody {
+        query,
+        user_id: Some(user),
+        thread_id: Some(input.thread_id.clone()),
+        slots: Some(slots),
+    };
+    let resumed = !input.resume.is_empty();
+    let mut req: TurnRequest = match (cancel, resumed) {
+        (true, _) => body.validate_cancel()?,
+        (false, true) => body.validate_resume()?,
+        (false, false) => body.validate()?,
+    };
     req.trace_id = super::chat::trace_id(&headers);
+    req.principal = principal;
     let admission = state.limits.admit_from(&req.user_id, client.0)?;
     let registry = state.supervisor.registry.load();
     let notice = super::chat::shutdown_text(&registry, &req.query);
@@ -352,13 +366,16 @@ impl AgUiMapper {
     }
 
     /// One interrupt per blocked sub-task, merging its `miss` and `invalid` keys; a did-you-mean
-    /// question is one interrupt whose `responseSchema` is an enum of the candidates.
+    /// question is one interrupt whose `responseSchema` is an enum of the candidates; a sub-task
+    /// blocked for auth gets one `auth_required` interrupt instead.
     fn interrupts(&self, infos: &[SemanticInfo], message: &str, expires: chrono::DateTime<chrono::Utc>) -> Vec<Value> {
         // (task id, agent id, [(key, description, widget)])
         type Keys = Vec<(String, String, String)>;
         let mut by_task: Vec<(String, String, Keys)> = Vec::new();
         let mut choices = Vec::new();
-        for info in infos {
+        let auth: Vec<&SemanticInfo> = infos.iter().filter(|i| i.auth.is_some()).collect();
+        choices.extend(auth.iter().map(|i| auth_interrupt(i, expires)));
+        for info in infos.iter().filter(|i| !auth.iter().any(|a| a.task_id == i.task_id)) {
             if info.kind == crate::planner::MissKind::Intent {
                 choices.push(self.choice_interrupt(info, message, expires));
                 continue;
@@ -436,6 +453,23 @@ impl AgUiMapper {
             },
         })
     }
+}
+
+/// The interrupt of a sub-task blocked for auth: the client signs the user in (or gets the
+/// scopes) and resumes it (`status: "resolved"`, no payload needed) with the new credentials.
+fn auth_interrupt(info: &SemanticInfo, expires: chrono::DateTime<chrono::Utc>) -> Value {
+    let auth = info.auth.as_ref();
+    json!({
+        "id": info.task_id,
+        "reason": "auth_required",
+        "message": auth.map(|a| a.message.as_str()),
+        "expiresAt": expires.to_rfc3339(),
+        "metadata": {
+            "code": auth.map(|a| a.code.as_str()),
+            "scopes": auth.map(|a| &a.scopes),
+            "missing_scopes": auth.map(|a| &a.missing_scopes),
+        },
+    })
 }
 
 /// The interrupt for an A2A sub-agent's own question: its message is the question, the answer a

@@ -36,8 +36,10 @@ pub struct ChatBody {
     /// The user's text; may be empty when `slots` carry the turn.
     #[serde(default)]
     pub query: String,
-    /// The user.
-    pub user_id: String,
+    /// The user. Optional with `auth.mode` `jwt` / `trusted_header` (the verified user; another
+    /// one is refused with 403); required otherwise.
+    #[serde(default)]
+    pub user_id: Option<String>,
     /// The thread; created when absent.
     #[serde(default)]
     pub thread_id: Option<String>,
@@ -52,7 +54,17 @@ impl ChatBody {
     /// # Errors
     /// [`ApiError::BadRequest`] naming the rule broken.
     pub fn validate(self) -> Result<TurnRequest, ApiError> {
-        self.check(false)
+        self.check(false, false)
+    }
+
+    /// Like [`ChatBody::validate`], for a turn that resumes the pending clarification without
+    /// new values (an AG-UI `resolved` resume of an `auth_required` interrupt, sent with new
+    /// credentials): an empty query is then allowed.
+    ///
+    /// # Errors
+    /// [`ApiError::BadRequest`] naming the rule broken.
+    pub fn validate_resume(self) -> Result<TurnRequest, ApiError> {
+        self.check(false, true)
     }
 
     /// Like [`ChatBody::validate`], for a turn that cancels the pending clarification (an empty
@@ -61,12 +73,12 @@ impl ChatBody {
     /// # Errors
     /// [`ApiError::BadRequest`] naming the rule broken.
     pub fn validate_cancel(self) -> Result<TurnRequest, ApiError> {
-        self.check(true)
+        self.check(true, true)
     }
 
-    fn check(self, cancel: bool) -> Result<TurnRequest, ApiError> {
+    fn check(self, cancel: bool, may_be_empty: bool) -> Result<TurnRequest, ApiError> {
         let slots = self.slots.unwrap_or_default();
-        if !cancel && self.query.trim().is_empty() && slots.is_empty() {
+        if !may_be_empty && self.query.trim().is_empty() && slots.is_empty() {
             return Err(ApiError::bad_request("empty_query", "`query` is empty and no `slots` were given"));
         }
         if self.query.chars().count() > MAX_QUERY_CHARS {
@@ -76,7 +88,8 @@ impl ChatBody {
             ));
         }
         let id_ok = |s: &str| !s.is_empty() && s.chars().count() <= MAX_ID_CHARS && !s.chars().any(char::is_control);
-        if !id_ok(&self.user_id) {
+        let user_id = self.user_id.unwrap_or_default();
+        if !id_ok(&user_id) {
             return Err(ApiError::bad_request(
                 "invalid_user_id",
                 format!("`user_id` must be 1-{MAX_ID_CHARS} printable characters"),
@@ -102,11 +115,12 @@ impl ChatBody {
         }
         Ok(TurnRequest {
             query: self.query,
-            user_id: self.user_id,
+            user_id,
             thread_id: self.thread_id,
             slots,
             trace_id: None,
             cancel,
+            principal: None,
         })
     }
 }
@@ -273,10 +287,17 @@ pub async fn chat(
     State(state): State<AppState>,
     client: super::limits::ClientAddr,
     headers: HeaderMap,
-    ApiJson(body): ApiJson<ChatBody>,
+    ApiJson(mut body): ApiJson<ChatBody>,
 ) -> Result<Response, ApiError> {
+    let principal = super::identity::verify(&state, &headers, client).await?;
+    if let Some(p) = &principal {
+        body.user_id = super::identity::acting_user(Some(p), [body.user_id.as_deref()])?;
+    } else if body.user_id.is_none() {
+        return Err(ApiError::bad_request("invalid_body", "missing field `user_id`"));
+    }
     let mut req = body.validate()?;
     req.trace_id = trace_id(&headers);
+    req.principal = principal;
     let admission = state.limits.admit_from(&req.user_id, client.0)?;
     let notice = shutdown_text(&state.supervisor.registry.load(), &req.query);
     let turn = state.supervisor.start_turn(req);

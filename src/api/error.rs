@@ -39,6 +39,24 @@ pub enum ApiError {
     /// 403: the endpoint is disabled in this deployment.
     #[error("{0}")]
     Forbidden(String),
+    /// 401 + `WWW-Authenticate`: the caller's credentials are missing, invalid or expired
+    /// (`auth.mode` `jwt` / `trusted_header`).
+    #[error("{message}")]
+    Unauthenticated {
+        /// The `WWW-Authenticate` value.
+        challenge: String,
+        /// What is wrong (never the token).
+        message: String,
+    },
+    /// 403: the request names a user other than the verified one.
+    #[error("the request names user {named:?}, but the credentials are those of another user")]
+    UserMismatch {
+        /// The user the request named.
+        named: String,
+    },
+    /// 503: the keys to verify the caller's token cannot be fetched.
+    #[error("{0}")]
+    AuthUnavailable(String),
     /// 404: no such route or resource.
     #[error("{0}")]
     NotFound(String),
@@ -86,6 +104,9 @@ impl ApiError {
             Self::UnsupportedMediaType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
             Self::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             Self::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
+            Self::Unauthenticated { .. } => (StatusCode::UNAUTHORIZED, "unauthenticated"),
+            Self::UserMismatch { .. } => (StatusCode::FORBIDDEN, "user_mismatch"),
+            Self::AuthUnavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "auth_unavailable"),
             Self::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             Self::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             Self::InvalidConfig(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_config"),
@@ -100,6 +121,11 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, body) = self.status_and_body();
         let mut resp = (status, axum::Json(body)).into_response();
+        if let Self::Unauthenticated { challenge, .. } = &self {
+            if let Ok(v) = axum::http::HeaderValue::from_str(challenge) {
+                resp.headers_mut().insert(axum::http::header::WWW_AUTHENTICATE, v);
+            }
+        }
         if let Self::Overloaded(secs) | Self::RateLimited(secs) = self {
             if let Ok(v) = axum::http::HeaderValue::from_str(&secs.to_string()) {
                 resp.headers_mut().insert(axum::http::header::RETRY_AFTER, v);

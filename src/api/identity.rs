@@ -1,13 +1,71 @@
-//! Callers without a user identity (docs/http-api.md): AG-UI runs and `/a2a` calls that name no
+//! Who a request acts for (docs/http-api.md, "Authentication").
+//!
+//! With `auth.mode` `jwt` or `trusted_header`, [`verify`] gives the verified caller (or the 401 /
+//! 503), and [`acting_user`] makes it the request's user: a request that names another user is
+//! refused (403), one that names none acts for the verified user.
+//!
+//! In mode `none`, callers without a user identity: AG-UI runs and `/a2a` calls that name no
 //! user. With `supervisor.anonymous: deny` (the default) they are refused; with `allow` each one
 //! is its own user, `anon-<digest>` of a server-issued opaque token the client sends back in
 //! `x-anonymous-token`. Sessions are keyed by user and thread, so an anonymous thread belongs to
 //! the caller that holds its token: knowing (or guessing) a thread id is not enough to resume it.
 
+use std::sync::Arc;
+
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use sha2::{Digest, Sha256};
 
+use super::error::ApiError;
+use super::limits::ClientAddr;
+use super::AppState;
+use crate::auth::{AuthError, Credentials, Principal};
 use crate::config::model::AnonymousCallers;
+
+/// The verified caller of a request under the serving snapshot's `auth` (`None` in mode
+/// `none`).
+///
+/// # Errors
+/// [`ApiError::Unauthenticated`] (401 + `WWW-Authenticate`) for missing, invalid or expired
+/// credentials; [`ApiError::AuthUnavailable`] (503) when the token's keys cannot be fetched.
+pub async fn verify(
+    state: &AppState,
+    headers: &HeaderMap,
+    client: ClientAddr,
+) -> Result<Option<Arc<Principal>>, ApiError> {
+    let registry = state.supervisor.registry.load();
+    let config = &registry.auth;
+    match state.auth.authenticate(config, Credentials { headers, peer: client.0 }).await {
+        Ok(p) => Ok(p.map(Arc::new)),
+        Err(AuthError::Unavailable(message)) => {
+            tracing::warn!(error = %message, "cannot verify a token: keys unavailable");
+            Err(ApiError::AuthUnavailable(format!("the token cannot be verified now: {message}")))
+        }
+        Err(e) => {
+            tracing::info!(error = %e, "request refused: not authenticated");
+            crate::metrics::rejected("unauthenticated");
+            Err(ApiError::Unauthenticated { challenge: e.challenge(config.mode()), message: e.to_string() })
+        }
+    }
+}
+
+/// The user a request acts for: the verified caller's id when there is one (every user `named`
+/// by the request must be that one, else 403), else the first user named.
+///
+/// # Errors
+/// [`ApiError::UserMismatch`].
+pub fn acting_user<'a>(
+    principal: Option<&Principal>,
+    named: impl IntoIterator<Item = Option<&'a str>>,
+) -> Result<Option<String>, ApiError> {
+    let mut named = named.into_iter().flatten().filter(|u| !u.is_empty());
+    match principal {
+        Some(p) => match named.find(|u| *u != p.user_id) {
+            Some(other) => Err(ApiError::UserMismatch { named: other.to_string() }),
+            None => Ok(Some(p.user_id.clone())),
+        },
+        None => Ok(named.next().map(str::to_string)),
+    }
+}
 
 /// Header carrying an anonymous caller's token, both ways.
 pub const TOKEN_HEADER: &str = "x-anonymous-token";

@@ -45,6 +45,8 @@ pub struct AppState {
     pub shutdown: tokio_util::sync::CancellationToken,
     /// Allowed CORS origins (`*` = any); empty = no CORS headers.
     pub cors_origins: Arc<[String]>,
+    /// Verifies callers (`auth`); holds the JWKS cache.
+    pub auth: Arc<crate::auth::Authenticator>,
 }
 
 /// The API router.
@@ -191,18 +193,11 @@ async fn validate_config(
     }
 }
 
-/// The token of an `Authorization: Bearer <token>` value; the scheme is case-insensitive
-/// (RFC 7235), and spaces around the token are ignored.
-fn bearer_token(value: &str) -> Option<&str> {
-    let (scheme, token) = value.trim_start().split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
-}
-
 fn check_admin(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(token) = state.admin_token.as_deref() else {
         return Err(ApiError::Forbidden("admin endpoints are disabled: set SWITCHBOARD_ADMIN_TOKEN".into()));
     };
-    let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(bearer_token);
+    let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(crate::auth::bearer_token);
     match given {
         Some(g) if constant_time_eq(g.as_bytes(), token.as_bytes()) => Ok(()),
         _ => Err(ApiError::Unauthorized),
@@ -234,9 +229,16 @@ struct SessionQuery {
     user_id: Option<String>,
 }
 
-fn owner(q: SessionQuery) -> Result<String, ApiError> {
-    q.user_id
-        .filter(|u| !u.is_empty())
+/// The owner of a session request: the verified caller (a `user_id` that differs is 403), else
+/// the `user_id` query parameter.
+async fn owner(
+    state: &AppState,
+    headers: &HeaderMap,
+    client: limits::ClientAddr,
+    q: SessionQuery,
+) -> Result<String, ApiError> {
+    let principal = identity::verify(state, headers, client).await?;
+    identity::acting_user(principal.as_deref(), [q.user_id.as_deref()])?
         .ok_or_else(|| ApiError::bad_request("missing_user_id", "`user_id` query parameter is required"))
 }
 
@@ -249,10 +251,12 @@ fn store_error(e: crate::session::StoreError) -> ApiError {
 /// its expiry), failure count. Another user's thread is 404.
 async fn get_session(
     State(state): State<AppState>,
+    client: limits::ClientAddr,
+    headers: HeaderMap,
     Path(thread_id): Path<String>,
     Query(q): Query<SessionQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let user_id = owner(q)?;
+    let user_id = owner(&state, &headers, client, q).await?;
     match state.supervisor.sessions.peek(&user_id, &thread_id).await.map_err(store_error)? {
         Some(session) => Ok(Json(serde_json::to_value(session).unwrap_or_default())),
         None => Err(ApiError::NotFound(format!("no session {thread_id:?} for this user"))),
@@ -262,10 +266,12 @@ async fn get_session(
 /// Cancels the pending work of `thread_id`; returns the dropped sub-tasks.
 async fn delete_session(
     State(state): State<AppState>,
+    client: limits::ClientAddr,
+    headers: HeaderMap,
     Path(thread_id): Path<String>,
     Query(q): Query<SessionQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let user_id = owner(q)?;
+    let user_id = owner(&state, &headers, client, q).await?;
     match state.supervisor.cancel_pending(&user_id, &thread_id).await.map_err(store_error)? {
         Some(dropped) => Ok(Json(json!({ "thread_id": thread_id, "cancelled": dropped }))),
         None => Err(ApiError::NotFound(format!("no session {thread_id:?} for this user"))),

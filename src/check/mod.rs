@@ -352,6 +352,7 @@ fn cases(agent: &CapabilityCard, checks: &mut Checks) -> Vec<Case> {
             session_id: "sess_check_agent",
             user_id: "check-agent",
             thread_id: "th_check_agent",
+            user: None,
         };
         out.push(Case { name, body: request_body(ids, inputs, deps) });
     }
@@ -402,8 +403,16 @@ async fn supervisor_case(agent: &CapabilityCard, case: &Case, opts: &CheckOption
     let trace = uuid::Uuid::new_v4().simple().to_string();
     let started = std::time::Instant::now();
     let breaker = crate::config::model::BreakerSettings::default();
-    let result =
-        dispatcher.dispatch(agent, &case.body, None, &crate::dispatch::traceparent(&trace), &|_| {}, &breaker).await;
+    let result = dispatcher
+        .dispatch(
+            agent,
+            &case.body,
+            None,
+            &crate::dispatch::Call::traced(&crate::dispatch::traceparent(&trace)),
+            &|_| {},
+            &breaker,
+        )
+        .await;
     let ms = started.elapsed().as_millis();
     match result {
         Ok(reply) => checks.add(

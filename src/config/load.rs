@@ -15,7 +15,10 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-use super::model::{config_json_schema, CapabilityCardSpec, ConfigFile, SchemaSource, ValueType};
+use super::model::{
+    config_json_schema, AuthMode, AuthOverrides, AuthSettings, CapabilityCardSpec, ConfigFile, GuardrailSettings,
+    SchemaSource, ValueType,
+};
 use crate::text::{read_overrides, TextError, Texts};
 
 /// One problem in a config, with where it is.
@@ -115,6 +118,30 @@ pub struct LoadedConfig {
     pub sources: Vec<PathBuf>,
     /// Every value interpolated from `${ENV}`: masked in agent text and logs ([`crate::redact`]).
     pub secrets: Vec<String>,
+    /// The JWT verification key read from the environment (`auth.jwt.secret_env` /
+    /// `public_key_env`), if one is configured. Secret.
+    pub auth_key: Option<AuthKey>,
+    /// Where audit lines go: `None` = off, `Some(None)` = stdout, `Some(Some(path))` = that file
+    /// (resolved against the config's directory).
+    pub audit_log: Option<Option<PathBuf>>,
+}
+
+/// A JWT verification key from the environment.
+#[derive(Clone, PartialEq, Eq)]
+pub enum AuthKey {
+    /// An HMAC secret (HS256/384/512).
+    Hmac(String),
+    /// A PEM public key (RSA, EC or Ed25519).
+    Pem(String),
+}
+
+impl fmt::Debug for AuthKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Hmac(_) => "AuthKey::Hmac(..)",
+            Self::Pem(_) => "AuthKey::Pem(..)",
+        })
+    }
 }
 
 /// Reads, parses and validates the config at `path` (and the files it references), using the
@@ -130,6 +157,12 @@ pub fn load(path: &Path) -> Result<LoadedConfig, ConfigErrors> {
 /// names, the texts directory), whether the load succeeded or not: what a reload watches for
 /// changes.
 pub fn load_traced(path: &Path) -> (Result<LoadedConfig, ConfigErrors>, Vec<PathBuf>) {
+    load_traced_with(path, &AuthOverrides::default())
+}
+
+/// [`load_traced`] with the `auth` values given outside the file (`serve --auth-…`) replacing
+/// the file's before the settings are checked.
+pub fn load_traced_with(path: &Path, overrides: &AuthOverrides) -> (Result<LoadedConfig, ConfigErrors>, Vec<PathBuf>) {
     let mut touched = vec![path.to_path_buf()];
     let text = match crate::files::read_text(path, crate::files::MAX_FILE_BYTES) {
         Ok(text) => text,
@@ -139,7 +172,7 @@ pub fn load_traced(path: &Path) -> (Result<LoadedConfig, ConfigErrors>, Vec<Path
         }
     };
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    let result = load_inner(&text, path, &base, &|name| std::env::var(name).ok(), &mut touched);
+    let result = load_inner(&text, path, &base, &|name| std::env::var(name).ok(), overrides, &mut touched);
     (result, touched)
 }
 
@@ -154,7 +187,7 @@ pub fn load_from_str(
     base_dir: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<LoadedConfig, ConfigErrors> {
-    load_inner(text, path, base_dir, env, &mut Vec::new())
+    load_inner(text, path, base_dir, env, &AuthOverrides::default(), &mut Vec::new())
 }
 
 fn load_inner(
@@ -162,6 +195,7 @@ fn load_inner(
     path: &Path,
     base_dir: &Path,
     env: &dyn Fn(&str) -> Option<String>,
+    overrides: &AuthOverrides,
     touched: &mut Vec<PathBuf>,
 ) -> Result<LoadedConfig, ConfigErrors> {
     let file_name = path.display().to_string();
@@ -189,10 +223,11 @@ fn load_inner(
         errors.extend(more);
         return Err(ConfigErrors(errors));
     }
-    let file: ConfigFile = serde_path_to_error::deserialize(&value).map_err(|e| {
+    let mut file: ConfigFile = serde_path_to_error::deserialize(&value).map_err(|e| {
         let pointer = format!("/{}", e.path().to_string().replace('.', "/"));
         ConfigErrors(vec![ConfigError::at(&file_name, pointer, e.inner().to_string())])
     })?;
+    file.auth = overrides.apply(std::mem::take(&mut file.auth));
     check_file(file, text, path, base_dir, env, touched)
 }
 
@@ -228,6 +263,13 @@ fn check_file(
             check.err("/supervisor/timezone".into(), format!("{tz:?} is not an IANA time zone name"));
         }
     }
+    let auth_key = check.auth(&file.auth);
+    check.guardrails(&file.guardrails);
+    let audit_log = match file.auth.audit_log.trim() {
+        "off" | "" => None,
+        "stdout" | "-" => Some(None),
+        rel => Some(Some(base_dir.join(rel))),
+    };
     let Checker { errors, hasher, sources, secrets, .. } = check;
     if !errors.is_empty() {
         return Err(ConfigErrors(errors));
@@ -243,6 +285,8 @@ fn check_file(
         hash,
         sources,
         secrets,
+        auth_key,
+        audit_log,
     })
 }
 
@@ -511,6 +555,91 @@ impl Checker<'_> {
         out.into_owned()
     }
 
+    /// Checks `auth` as a whole (mode-specific fields present, URLs, CIDRs, header names) and
+    /// reads the JWT key from the environment.
+    fn auth(&mut self, auth: &AuthSettings) -> Option<super::AuthKey> {
+        let th = &auth.trusted_header;
+        for (i, cidr) in th.trusted_proxies.iter().enumerate() {
+            if parse_cidr(cidr).is_none() {
+                self.err(
+                    format!("/auth/trusted_header/trusted_proxies/{i}"),
+                    format!("{cidr:?} is not a CIDR or an IP address"),
+                );
+            }
+        }
+        for (field, name) in [("user_header", Some(&th.user_header)), ("scopes_header", th.scopes_header.as_ref())] {
+            if name.is_some_and(|n| reqwest::header::HeaderName::from_bytes(n.as_bytes()).is_err()) {
+                self.err(format!("/auth/trusted_header/{field}"), format!("{name:?} is not a valid header name"));
+            }
+        }
+        if auth.mode == AuthMode::TrustedHeader && th.trusted_proxies.is_empty() {
+            self.err(
+                "/auth/trusted_header/trusted_proxies".into(),
+                "mode trusted_header needs at least one trusted proxy CIDR",
+            );
+        }
+        let jwt = &auth.jwt;
+        if let Some(url) = &jwt.jwks_url {
+            if !reqwest::Url::parse(url).is_ok_and(|u| matches!(u.scheme(), "http" | "https")) {
+                self.err("/auth/jwt/jwks_url".into(), format!("{url:?} is not an http(s) URL"));
+            }
+        }
+        let sources = [jwt.jwks_url.is_some(), jwt.secret_env.is_some(), jwt.public_key_env.is_some()];
+        let mut key = None;
+        for (field, var, hmac) in
+            [("secret_env", &jwt.secret_env, true), ("public_key_env", &jwt.public_key_env, false)]
+        {
+            let Some(var) = var else { continue };
+            match (self.env)(var).filter(|v| !v.trim().is_empty()) {
+                Some(value) => {
+                    self.secrets.push(value.clone());
+                    key = Some(if hmac { super::AuthKey::Hmac(value) } else { super::AuthKey::Pem(value) });
+                }
+                None if auth.mode == AuthMode::Jwt => {
+                    self.err(format!("/auth/jwt/{field}"), format!("environment variable {var} is not set"));
+                }
+                None => {}
+            }
+        }
+        if auth.mode == AuthMode::Jwt {
+            if sources.iter().filter(|s| **s).count() != 1 {
+                self.err("/auth/jwt".into(), "mode jwt needs exactly one of jwks_url, secret_env, public_key_env");
+            }
+            for (field, v) in [("issuer", &jwt.issuer), ("audience", &jwt.audience)] {
+                if v.as_deref().is_none_or(|v| v.trim().is_empty()) {
+                    self.err(
+                        format!("/auth/jwt/{field}"),
+                        format!("mode jwt needs {field} (the token's required {field})"),
+                    );
+                }
+            }
+        }
+        key
+    }
+
+    /// Every injection pattern must compile.
+    fn guardrails(&mut self, g: &GuardrailSettings) {
+        for (field, list) in
+            [("injection_patterns", &g.injection_patterns), ("extra_injection_patterns", &g.extra_injection_patterns)]
+        {
+            for (i, pat) in list.iter().enumerate() {
+                if let Err(e) = regex::RegexBuilder::new(pat).case_insensitive(true).build() {
+                    self.err(format!("/guardrails/{field}/{i}"), format!("invalid regex: {e}"));
+                }
+            }
+        }
+    }
+
+    /// `forward_user_token` sends the caller's `Authorization`: the card may not set its own.
+    fn forwarding(&mut self, agent: &CapabilityCardSpec, p: &str) {
+        if agent.forward_user_token && agent.endpoint.headers.keys().any(|h| h.eq_ignore_ascii_case("authorization")) {
+            self.err(
+                format!("{p}/forward_user_token"),
+                "forward_user_token sends the caller's Authorization header: remove endpoint.headers.Authorization",
+            );
+        }
+    }
+
     fn agents(&mut self, file: &ConfigFile, widgets: Option<&Map<String, Value>>) -> Vec<Option<ResolvedCard>> {
         let mut seen: HashSet<&str> = HashSet::new();
         let default_timeout = file.supervisor.default_agent_timeout.0;
@@ -523,6 +652,7 @@ impl Checker<'_> {
             let before = self.errors.len();
             let url = self.endpoint_url(agent, &p);
             let headers = self.endpoint_headers(agent, &p);
+            self.forwarding(agent, &p);
             let a2a = agent.endpoint.protocol == super::model::Protocol::A2a;
             let any_object = || Some(Arc::new(json!({ "type": "object" })));
             let mut schema_of = |src: &Option<SchemaSource>, field: &str| match src {
@@ -661,6 +791,12 @@ impl Checker<'_> {
             }
         }
     }
+}
+
+/// A CIDR (`10.0.0.0/8`) or a single address (`127.0.0.1`, taken as `/32` or `/128`).
+pub fn parse_cidr(text: &str) -> Option<ipnet::IpNet> {
+    let text = text.trim();
+    text.parse::<ipnet::IpNet>().ok().or_else(|| text.parse::<std::net::IpAddr>().ok().map(ipnet::IpNet::from))
 }
 
 /// Best-effort JSON Schema for a set of semantic keys: `{"type":"object","properties":{..},

@@ -11,10 +11,12 @@ pub mod model;
 
 pub use cards::card_url;
 pub use load::{
-    compile_schema, key_subschema, load, load_from_str, load_traced, ConfigError, ConfigErrors, LoadedConfig, Prompts,
-    ResolvedCard,
+    compile_schema, key_subschema, load, load_from_str, load_traced, load_traced_with, parse_cidr, AuthKey,
+    ConfigError, ConfigErrors, LoadedConfig, Prompts, ResolvedCard,
 };
 pub use model::{
-    config_json_schema, AgentId, CapabilityCardSpec, ConfigFile, DateBound, EndpointSpec, ExtractSpec, HumanDuration,
-    PlannerSettings, Protocol, SchemaSource, SemanticKeySpec, SupervisorSettings, ValueType,
+    config_json_schema, Access, AgentId, AuthMode, AuthOverrides, AuthSettings, CapabilityCardSpec, CircuitOpenAction,
+    ConfigFile, DateBound, EndpointSpec, ExtractSpec, GuardrailSettings, HumanDuration, InjectionAction, JwtSettings,
+    PlannerSettings, Protocol, SchemaSource, SemanticKeySpec, SupervisorSettings, TrustedHeaderSettings,
+    UnverifiedWrites, ValueType,
 };

@@ -34,6 +34,12 @@ pub struct ConfigFile {
     /// Named value lists for `extract: { values_from: <name> }` (Switchboard extension).
     #[serde(default)]
     pub lists: BTreeMap<String, Vec<String>>,
+    /// Who the user is and what a user may do (Switchboard extension; default: mode `none`).
+    #[serde(default)]
+    pub auth: AuthSettings,
+    /// Screening of user text before planning (Switchboard extension; default: on, `refuse`).
+    #[serde(default)]
+    pub guardrails: GuardrailSettings,
     /// One capability card per sub-agent.
     pub agents: Vec<CapabilityCardSpec>,
 }
@@ -84,6 +90,10 @@ pub struct SupervisorSettings {
     pub max_sessions_per_user: u32,
     /// Per-agent circuit breaker (Switchboard extension).
     pub circuit_breaker: BreakerSettings,
+    /// What a sub-task failing because its agent's circuit is open does to the turn (Switchboard
+    /// extension): `fail` (default) reports it as failed; `escalate` also offers the hand-over to a
+    /// human in that turn's answer (`metadata.state.escalation`, reason `service_unavailable`).
+    pub on_circuit_open: CircuitOpenAction,
     /// Directory of text overrides, relative to this file (Switchboard extension; unset: the
     /// shipped texts). `<texts_dir>/<locale>/*.ftl` (`zh-CN`, `en`) hold Fluent messages that
     /// replace the shipped messages of the same id; an unknown id, a placeholder the message is
@@ -112,6 +122,17 @@ pub enum AnonymousCallers {
     Deny,
     /// Serve each as its own user, bound to a server-issued token.
     Allow,
+}
+
+/// `supervisor.on_circuit_open`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CircuitOpenAction {
+    /// The sub-task fails like any other failure.
+    #[default]
+    Fail,
+    /// The sub-task fails and the turn's answer offers the hand-over to a human.
+    Escalate,
 }
 
 /// `supervisor.circuit_breaker`: opens on a failure ratio over a window of recent calls, lets one
@@ -156,6 +177,7 @@ impl Default for SupervisorSettings {
             anonymous: AnonymousCallers::Deny,
             max_sessions_per_user: 1000,
             circuit_breaker: BreakerSettings::default(),
+            on_circuit_open: CircuitOpenAction::Fail,
             texts_dir: None,
             reload_requires_routing_tests: false,
             timezone: None,
@@ -320,6 +342,248 @@ pub struct CapabilityCardSpec {
     /// Keys this agent's output provides to later sub-tasks (DAG edges).
     #[serde(default)]
     pub produces: Vec<String>,
+    /// `read` (default) or `write` (Switchboard extension): a `write` sub-task runs only for a
+    /// verified user holding every one of `scopes` (docs/config.md, "auth"); otherwise it is
+    /// blocked, never dispatched. Every dispatch to a `write` agent is audited.
+    #[serde(default)]
+    pub access: Access,
+    /// Scopes a verified user must hold for this agent's `write` sub-tasks (Switchboard
+    /// extension; ignored for `read` agents).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// Send the caller's bearer token to this agent as `Authorization: Bearer …` (Switchboard
+    /// extension; default `false`; only with `auth.mode: jwt`; an `endpoint.headers`
+    /// `Authorization` conflicts with it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forward_user_token: bool,
+}
+
+/// `access:` of a capability card.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Access {
+    /// Reads only: runs for anyone the API admits.
+    #[default]
+    Read,
+    /// Acts on the user's behalf (books, pays, changes): runs only for a verified user with the
+    /// card's `scopes`.
+    Write,
+}
+
+/// The `auth:` block (Switchboard extension, docs/config.md): who the caller is.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthSettings {
+    /// `none` (default: the body's `user_id` is taken at its word, the demo), `jwt` (bearer
+    /// tokens) or `trusted_header` (a header set by a trusted proxy).
+    pub mode: AuthMode,
+    /// Settings of mode `jwt`.
+    pub jwt: JwtSettings,
+    /// Settings of mode `trusted_header`.
+    pub trusted_header: TrustedHeaderSettings,
+    /// In mode `none` nobody is verified: `allow` (default) runs `write` sub-tasks anyway (the
+    /// behaviour before `access` existed, so the demo works); `block` blocks every `write`
+    /// sub-task until a mode that verifies users is configured.
+    pub unverified_writes: UnverifiedWrites,
+    /// Where the audit lines of `write` dispatches go: `stdout` (default), `off`, or a file path
+    /// (relative to this file; appended to).
+    pub audit_log: String,
+}
+
+impl Default for AuthSettings {
+    fn default() -> Self {
+        Self {
+            mode: AuthMode::None,
+            jwt: JwtSettings::default(),
+            trusted_header: TrustedHeaderSettings::default(),
+            unverified_writes: UnverifiedWrites::Allow,
+            audit_log: "stdout".into(),
+        }
+    }
+}
+
+/// `auth.mode`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
+pub enum AuthMode {
+    /// No verification: the user is whoever the request says.
+    #[default]
+    None,
+    /// `Authorization: Bearer <JWT>`, verified against a JWKS URL or a key from the environment.
+    Jwt,
+    /// The user named by a header, believed only from trusted proxy addresses.
+    TrustedHeader,
+}
+
+/// `auth.unverified_writes`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum UnverifiedWrites {
+    /// Run them.
+    #[default]
+    Allow,
+    /// Block them.
+    Block,
+}
+
+/// `auth.jwt`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct JwtSettings {
+    /// URL of the issuer's JSON Web Key Set (keys picked by `kid`; cached, fetched again for an
+    /// unknown `kid` at most once per `jwks_min_refresh`). Exactly one of `jwks_url`,
+    /// `secret_env`, `public_key_env`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jwks_url: Option<String>,
+    /// Name of the environment variable holding an HMAC secret (HS256/384/512).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub secret_env: Option<String>,
+    /// Name of the environment variable holding a PEM public key (RSA, EC or Ed25519).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub public_key_env: Option<String>,
+    /// Required `iss`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
+    /// Required `aud` (one of the token's audiences).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audience: Option<String>,
+    /// Clock skew allowed on `exp` and `nbf` (humantime).
+    pub leeway: HumanDuration,
+    /// The claim holding the user's scopes: a space-separated string (`scope`) or an array of
+    /// strings (`scp`).
+    pub scopes_claim: String,
+    /// Claims passed to sub-agents in `context.user.claims` (besides the id), e.g. `[email,
+    /// name]`.
+    pub user_claims: Vec<String>,
+    /// Least time between two JWKS fetches (humantime).
+    pub jwks_min_refresh: HumanDuration,
+    /// How long fetched keys are used before they are fetched again (humantime).
+    pub jwks_max_age: HumanDuration,
+}
+
+impl Default for JwtSettings {
+    fn default() -> Self {
+        Self {
+            jwks_url: None,
+            secret_env: None,
+            public_key_env: None,
+            issuer: None,
+            audience: None,
+            leeway: HumanDuration(Duration::from_secs(30)),
+            scopes_claim: "scope".into(),
+            user_claims: Vec::new(),
+            jwks_min_refresh: HumanDuration(Duration::from_secs(10)),
+            jwks_max_age: HumanDuration(Duration::from_secs(600)),
+        }
+    }
+}
+
+/// `auth.trusted_header`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrustedHeaderSettings {
+    /// The header naming the user.
+    pub user_header: String,
+    /// A header with the user's scopes, space-separated (optional).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scopes_header: Option<String>,
+    /// Peer addresses (CIDRs, e.g. `10.0.0.0/8`, `127.0.0.1/32`) whose headers are believed;
+    /// a request from any other address is refused (401).
+    pub trusted_proxies: Vec<String>,
+}
+
+impl Default for TrustedHeaderSettings {
+    fn default() -> Self {
+        Self { user_header: "x-auth-user".into(), scopes_header: None, trusted_proxies: Vec::new() }
+    }
+}
+
+/// Values of `auth` given on the command line or in the environment of `serve` / `demo`; each
+/// replaces the file's value (at start-up and at every reload).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuthOverrides {
+    /// `--auth-mode` / `SWITCHBOARD_AUTH_MODE`.
+    pub mode: Option<AuthMode>,
+    /// `--auth-jwks-url` / `SWITCHBOARD_AUTH_JWKS_URL`.
+    pub jwks_url: Option<String>,
+    /// `--auth-issuer` / `SWITCHBOARD_AUTH_ISSUER`.
+    pub issuer: Option<String>,
+    /// `--auth-audience` / `SWITCHBOARD_AUTH_AUDIENCE`.
+    pub audience: Option<String>,
+    /// `--auth-trusted-proxies` / `SWITCHBOARD_AUTH_TRUSTED_PROXIES` (comma-separated).
+    pub trusted_proxies: Option<Vec<String>>,
+    /// `--audit-log` / `SWITCHBOARD_AUDIT_LOG`.
+    pub audit_log: Option<String>,
+}
+
+impl AuthOverrides {
+    /// `auth` with the overridden values replaced.
+    pub fn apply(&self, mut auth: AuthSettings) -> AuthSettings {
+        if let Some(m) = self.mode {
+            auth.mode = m;
+        }
+        if let Some(u) = &self.jwks_url {
+            auth.jwt.jwks_url = Some(u.clone());
+            auth.jwt.secret_env = None;
+            auth.jwt.public_key_env = None;
+        }
+        if let Some(i) = &self.issuer {
+            auth.jwt.issuer = Some(i.clone());
+        }
+        if let Some(a) = &self.audience {
+            auth.jwt.audience = Some(a.clone());
+        }
+        if let Some(p) = &self.trusted_proxies {
+            auth.trusted_header.trusted_proxies = p.clone();
+        }
+        if let Some(a) = &self.audit_log {
+            auth.audit_log = a.clone();
+        }
+        auth
+    }
+}
+
+/// The `guardrails:` block (Switchboard extension): the prompt-injection screen of user text.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct GuardrailSettings {
+    /// What a turn whose text matches a pattern does: `refuse` (default: a polite answer,
+    /// nothing dispatched), `escalate` (hand-over to a human) or `flag` (planned as usual,
+    /// flagged in `intent_done` metadata and the logs).
+    pub injection_action: InjectionAction,
+    /// Case-insensitive regular expressions; empty (default) = the built-in set (English and
+    /// Chinese: "ignore … instructions", "system prompt", "你现在是…", role-play and jailbreak
+    /// phrasings). `extra_injection_patterns` add to whichever set is used.
+    pub injection_patterns: Vec<String>,
+    /// Patterns added to `injection_patterns` (or to the built-in set).
+    pub extra_injection_patterns: Vec<String>,
+    /// Turn the screen off.
+    pub disabled: bool,
+}
+
+impl Default for GuardrailSettings {
+    fn default() -> Self {
+        Self {
+            injection_action: InjectionAction::Refuse,
+            injection_patterns: Vec::new(),
+            extra_injection_patterns: Vec::new(),
+            disabled: false,
+        }
+    }
+}
+
+/// `guardrails.injection_action`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum InjectionAction {
+    /// A polite refusal; nothing is dispatched.
+    #[default]
+    Refuse,
+    /// Hand over to a human (reason `prompt_injection`).
+    Escalate,
+    /// Plan as usual; flagged in metadata and logs.
+    Flag,
 }
 
 fn yes() -> bool {

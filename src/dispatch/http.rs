@@ -13,10 +13,10 @@ pub async fn call(
     client: &reqwest::Client,
     agent: &CapabilityCard,
     body: &Value,
-    traceparent: &str,
+    call: &super::Call<'_>,
     limits: DispatchLimits,
 ) -> Result<AgentReply, DispatchError> {
-    let resp = post(client, agent, traceparent, "application/json").json(body).send().await?;
+    let resp = call.authorize(post(client, agent, call.traceparent, "application/json")).json(body).send().await?;
     let status = resp.status();
     let bytes = read_limited(resp, limits.max_response_bytes).await?;
     if status != reqwest::StatusCode::OK {

@@ -97,7 +97,7 @@ impl Dispatcher {
         agent: &CapabilityCard,
         body: &Value,
         remote: Option<&RemoteTask>,
-        traceparent: &str,
+        call: &Call<'_>,
         on_delta: DeltaFn<'_>,
         breaker: &crate::config::model::BreakerSettings,
     ) -> Result<AgentReply, DispatchError> {
@@ -122,7 +122,7 @@ impl Dispatcher {
                 on_delta(&agent.secrets.mask(&ready));
             }
         };
-        let attempt = self.with_retries(agent, body, remote, traceparent, &masked_delta);
+        let attempt = self.with_retries(agent, body, remote, call, &masked_delta);
         let result = match tokio::time::timeout(agent.timeout, attempt).await {
             Ok(r) => r.and_then(|reply| accept(agent, reply)),
             Err(_) => Err(DispatchError::Timeout(agent.timeout)),
@@ -154,7 +154,7 @@ impl Dispatcher {
         agent: &CapabilityCard,
         body: &Value,
         remote: Option<&RemoteTask>,
-        traceparent: &str,
+        call: &Call<'_>,
         on_delta: DeltaFn<'_>,
     ) -> Result<AgentReply, DispatchError> {
         let mut backoff = ExponentialBuilder::default()
@@ -166,14 +166,11 @@ impl Dispatcher {
         loop {
             let relayed = AtomicBool::new(false);
             let result = match agent.protocol() {
-                Protocol::Http => http::call(&self.client, agent, body, traceparent, self.limits).await,
-                Protocol::Sse => {
-                    sse::call(&self.client, agent, body, traceparent, self.limits, on_delta, &relayed).await
-                }
+                Protocol::Http => http::call(&self.client, agent, body, call, self.limits).await,
+                Protocol::Sse => sse::call(&self.client, agent, body, call, self.limits, on_delta, &relayed).await,
                 Protocol::A2a => {
                     let cards = &self.cards;
-                    a2a::call(&self.client, cards, agent, body, remote, traceparent, self.limits, on_delta, &relayed)
-                        .await
+                    a2a::call(&self.client, cards, agent, body, remote, call, self.limits, on_delta, &relayed).await
                 }
             };
             match result {
@@ -202,6 +199,43 @@ fn accept(agent: &CapabilityCard, reply: AgentReply) -> Result<AgentReply, Dispa
         Ok(reply)
     } else {
         Err(DispatchError::Rejected(errors.join("; ")))
+    }
+}
+
+/// The per-call headers of one dispatch: the W3C `traceparent`, and the caller's bearer token
+/// for an agent with `forward_user_token` (sent as `Authorization: Bearer …`).
+#[derive(Clone, Copy)]
+pub struct Call<'a> {
+    /// The `traceparent` value.
+    pub traceparent: &'a str,
+    /// The caller's token to forward, if any.
+    pub user_token: Option<&'a str>,
+}
+
+impl std::fmt::Debug for Call<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call")
+            .field("traceparent", &self.traceparent)
+            .field("user_token", &self.user_token.map(|_| "…"))
+            .finish()
+    }
+}
+
+impl<'a> Call<'a> {
+    /// A call with `traceparent` and no forwarded token.
+    pub fn traced(traceparent: &'a str) -> Self {
+        Self { traceparent, user_token: None }
+    }
+
+    /// `request` with the forwarded token, if any (marked sensitive).
+    pub fn authorize(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match self.user_token.and_then(|t| reqwest::header::HeaderValue::from_str(&format!("Bearer {t}")).ok()) {
+            Some(mut value) => {
+                value.set_sensitive(true);
+                request.header(reqwest::header::AUTHORIZATION, value)
+            }
+            None => request,
+        }
     }
 }
 
@@ -267,6 +301,8 @@ pub struct RequestIds<'a> {
     pub user_id: &'a str,
     /// The thread id.
     pub thread_id: &'a str,
+    /// `context.user`: the verified user (`auth::Principal::context`), if any.
+    pub user: Option<&'a Value>,
 }
 
 /// The request body of every protocol (docs/sub-agent-protocol.md, "Request"): `message` is
@@ -274,6 +310,10 @@ pub struct RequestIds<'a> {
 /// by the executor and by `switchboard check-agent`.
 pub fn request_body(ids: RequestIds<'_>, inputs: Value, dependencies: serde_json::Map<String, Value>) -> Value {
     let message = inputs.get("message").and_then(Value::as_str).unwrap_or_default().to_string();
+    let mut context = serde_json::json!({ "dependencies": dependencies });
+    if let Some(user) = ids.user {
+        context["user"] = user.clone();
+    }
     serde_json::json!({
         "task_id": ids.task_id,
         "plan_id": ids.plan_id,
@@ -282,6 +322,6 @@ pub fn request_body(ids: RequestIds<'_>, inputs: Value, dependencies: serde_json
         "thread_id": ids.thread_id,
         "message": message,
         "inputs": inputs,
-        "context": { "dependencies": dependencies },
+        "context": context,
     })
 }

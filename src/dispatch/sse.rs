@@ -92,12 +92,12 @@ pub async fn call(
     client: &reqwest::Client,
     agent: &CapabilityCard,
     body: &Value,
-    traceparent: &str,
+    call: &super::Call<'_>,
     limits: DispatchLimits,
     on_delta: DeltaFn<'_>,
     relayed: &AtomicBool,
 ) -> Result<AgentReply, DispatchError> {
-    let resp = post(client, agent, traceparent, "text/event-stream").json(body).send().await?;
+    let resp = call.authorize(post(client, agent, call.traceparent, "text/event-stream")).json(body).send().await?;
     let status = resp.status();
     let is_json = resp
         .headers()

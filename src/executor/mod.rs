@@ -13,9 +13,12 @@ use serde_json::{json, Map, Value};
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
-use crate::dispatch::{request_body, traceparent, AgentReply, DispatchError, Dispatcher, RequestIds};
+use crate::auth::audit::{inputs_hash, AuditLog, AuditRecord};
+use crate::auth::Principal;
+use crate::config::Access;
+use crate::dispatch::{request_body, traceparent, AgentReply, Call, DispatchError, Dispatcher, RequestIds};
 use crate::events::{EventSink, Stage, StageEvent};
-use crate::planner::{TaskPlan, TaskStatus};
+use crate::planner::{SubTask, TaskPlan, TaskStatus};
 use crate::registry::{CapabilityCard, Registry};
 use crate::text::{Lang, Texts};
 
@@ -34,12 +37,23 @@ pub struct TurnContext {
     pub lang: Lang,
     /// When the turn must be over: sub-tasks still running then fail with "deadline".
     pub deadline: tokio::time::Instant,
+    /// The verified caller (`None` in auth mode `none`): `context.user` of every request, the
+    /// token forwarded to agents with `forward_user_token`, the user of audit lines.
+    pub principal: Option<Arc<Principal>>,
+}
+
+/// What a run saw beyond the sub-tasks' statuses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunReport {
+    /// Sub-tasks that failed because their agent's circuit was open.
+    pub circuit_open: usize,
 }
 
 /// Runs plans; holds the dispatcher.
 #[derive(Debug, Clone, Default)]
 pub struct Executor {
     dispatcher: Dispatcher,
+    audit: Arc<AuditLog>,
 }
 
 type Finished = (usize, Result<AgentReply, DispatchError>);
@@ -47,7 +61,7 @@ type Finished = (usize, Result<AgentReply, DispatchError>);
 impl Executor {
     /// An executor dispatching through `dispatcher`.
     pub fn new(dispatcher: Dispatcher) -> Self {
-        Self { dispatcher }
+        Self { dispatcher, audit: Arc::default() }
     }
 
     /// The dispatcher.
@@ -57,8 +71,16 @@ impl Executor {
 
     /// Runs every `pending` sub-task of `plan` to `done`, `failed` or `skipped`, emitting
     /// `agent_started` / `agent_delta` / `agent_done` / `agent_failed` events. Results are written
-    /// into the sub-tasks (`status`, `output`, `message`, `reason`).
-    pub async fn run(&self, registry: &Registry, plan: &mut TaskPlan, ctx: &TurnContext, sink: &EventSink) {
+    /// into the sub-tasks (`status`, `output`, `message`, `reason`). Every call of a `write` agent
+    /// writes its audit line before its result is recorded.
+    pub async fn run(
+        &self,
+        registry: &Registry,
+        plan: &mut TaskPlan,
+        ctx: &TurnContext,
+        sink: &EventSink,
+    ) -> RunReport {
+        let mut report = RunReport::default();
         let n = plan.sub_tasks.len();
         let deps = dependency_indices(plan);
         let max_parallel = registry.settings.max_parallel_tasks.max(1) as usize;
@@ -74,34 +96,18 @@ impl Executor {
                 match self.prepare(registry, plan, &deps[i], i, ctx) {
                     Ok((agent, body)) => {
                         plan.sub_tasks[i].status = TaskStatus::Running;
-                        let task = &plan.sub_tasks[i];
-                        sink.emit(
-                            StageEvent::new(Stage::AgentStarted, started_text(texts, ctx.lang, &task.description))
-                                .agent(&task.assigned_agent)
-                                .task(&task.task_id),
-                        );
-                        let dispatcher = self.dispatcher.clone();
-                        let sink = sink.clone();
-                        let task_id = task.task_id.clone();
-                        let remote = task.remote.clone();
-                        let breaker = registry.settings.circuit_breaker.clone();
-                        let tp = traceparent(&ctx.trace_id);
-                        // One span per dispatch, inside the turn's span (its trace id and thread).
-                        let span = tracing::info_span!("dispatch", agent = %agent.spec.id, task = %task_id);
-                        running.spawn(
-                            async move {
-                                let agent_id = agent.spec.id.clone();
-                                let on_delta = |text: &str| {
-                                    sink.emit(StageEvent::new(Stage::AgentDelta, text).agent(&agent_id).task(&task_id));
-                                };
-                                (i, dispatcher.dispatch(&agent, &body, remote.as_ref(), &tp, &on_delta, &breaker).await)
-                            }
-                            .instrument(span),
-                        );
+                        self.spawn_dispatch(&mut running, registry, &plan.sub_tasks[i], i, agent, body, ctx, sink);
                     }
                     Err(e) => self.finish(texts, plan, &deps, i, Err(e), ctx, sink),
                 }
             }
+            let mut finished = |plan: &mut TaskPlan, i: usize, result: Result<AgentReply, DispatchError>| {
+                if matches!(result, Err(DispatchError::CircuitOpen(_))) {
+                    report.circuit_open += 1;
+                }
+                self.audit(registry, plan, i, &result, ctx);
+                self.finish(texts, plan, &deps, i, result, ctx, sink);
+            };
             let joined = match tokio::time::timeout_at(ctx.deadline, running.join_next()).await {
                 Ok(Some(joined)) => joined,
                 Ok(None) => break,
@@ -110,14 +116,14 @@ impl Executor {
                     running.abort_all();
                     for i in 0..n {
                         if plan.sub_tasks[i].status == TaskStatus::Running {
-                            self.finish(texts, plan, &deps, i, Err(DispatchError::Deadline), ctx, sink);
+                            finished(plan, i, Err(DispatchError::Deadline));
                         }
                     }
                     break;
                 }
             };
             match joined {
-                Ok((i, result)) => self.finish(texts, plan, &deps, i, result, ctx, sink),
+                Ok((i, result)) => finished(plan, i, result),
                 Err(e) => tracing::error!(error = %e, "dispatch task panicked"),
             }
         }
@@ -128,6 +134,80 @@ impl Executor {
                 task.reason = Some("not started".into());
             }
         }
+        report
+    }
+
+    /// Emits `agent_started` and starts the dispatch of sub-task `i` in `running`.
+    #[allow(clippy::too_many_arguments)]
+    fn spawn_dispatch(
+        &self,
+        running: &mut JoinSet<Finished>,
+        registry: &Registry,
+        task: &SubTask,
+        i: usize,
+        agent: Arc<CapabilityCard>,
+        body: Value,
+        ctx: &TurnContext,
+        sink: &EventSink,
+    ) {
+        let texts = registry.texts();
+        sink.emit(
+            StageEvent::new(Stage::AgentStarted, started_text(texts, ctx.lang, &task.description))
+                .agent(&task.assigned_agent)
+                .task(&task.task_id),
+        );
+        let dispatcher = self.dispatcher.clone();
+        let sink = sink.clone();
+        let task_id = task.task_id.clone();
+        let remote = task.remote.clone();
+        let breaker = registry.settings.circuit_breaker.clone();
+        let tp = traceparent(&ctx.trace_id);
+        let token = ctx.principal.as_ref().and_then(|p| p.token.clone()).filter(|_| agent.spec.forward_user_token);
+        // One span per dispatch, inside the turn's span (its trace id and thread).
+        let span = tracing::info_span!("dispatch", agent = %agent.spec.id, task = %task_id);
+        running.spawn(
+            async move {
+                let agent_id = agent.spec.id.clone();
+                let on_delta = |text: &str| {
+                    sink.emit(StageEvent::new(Stage::AgentDelta, text).agent(&agent_id).task(&task_id));
+                };
+                let call = Call { traceparent: &tp, user_token: token.as_deref() };
+                (i, dispatcher.dispatch(&agent, &body, remote.as_ref(), &call, &on_delta, &breaker).await)
+            }
+            .instrument(span),
+        );
+    }
+
+    /// The audit line of a finished call of a `write` agent (`auth.audit_log`).
+    fn audit(
+        &self,
+        registry: &Registry,
+        plan: &TaskPlan,
+        i: usize,
+        result: &Result<AgentReply, DispatchError>,
+        ctx: &TurnContext,
+    ) {
+        let task = &plan.sub_tasks[i];
+        let (Some(to), Some(agent)) = (&registry.audit_log, registry.get(&task.assigned_agent)) else { return };
+        if agent.spec.access != Access::Write {
+            return;
+        }
+        let outcome = match result {
+            Ok(_) => "done",
+            Err(DispatchError::InputRequired(_)) => "input_required",
+            Err(e) => e.code(),
+        };
+        let record = AuditRecord {
+            time: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            user: ctx.principal.as_ref().map_or(&ctx.user_id, |p| &p.user_id),
+            verified: ctx.principal.is_some(),
+            agent: agent.id(),
+            task_id: &task.task_id,
+            trace_id: &ctx.trace_id,
+            inputs_sha256: inputs_hash(&Value::Object(task.inputs.clone())),
+            outcome,
+        };
+        self.audit.write(to.as_deref(), &record);
     }
 
     /// Fills inputs from dependency outputs, validates them, builds the request body.
@@ -161,6 +241,7 @@ impl Executor {
             dep_outputs.insert(dep_id, output);
         }
         let task = &plan.sub_tasks[i];
+        let user = ctx.principal.as_ref().map(|p| p.context());
         let inputs = Value::Object(task.inputs.clone());
         let errors: Vec<String> = agent
             .input_validator
@@ -177,6 +258,7 @@ impl Executor {
             session_id: &ctx.session_id,
             user_id: &ctx.user_id,
             thread_id: &ctx.thread_id,
+            user: user.as_ref(),
         };
         let body = request_body(ids, inputs, dep_outputs);
         Ok((agent, body))

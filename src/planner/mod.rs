@@ -23,7 +23,8 @@ pub use crate::registry::Rejection;
 pub use choice::{ChoiceCandidate, ChoiceInput, IntentChoice};
 pub use intent::{Lang, SimpleIntent};
 pub use plan::{
-    Candidate, KeySources, MissKind, RemoteQuestion, RemoteTask, SemanticInfo, SubTask, TaskPlan, TaskStatus, TaskType,
+    AuthNeed, Candidate, KeySources, MissKind, RemoteQuestion, RemoteTask, SemanticInfo, SubTask, TaskPlan, TaskStatus,
+    TaskType,
 };
 
 use crate::registry::Registry;
@@ -107,6 +108,11 @@ pub enum EscalationReason {
     RepeatedFailures,
     /// `max_clarification_rounds` asks for the same keys went unanswered.
     ClarificationRoundsExhausted,
+    /// The text matched the prompt-injection screen (`guardrails.injection_action: escalate`).
+    PromptInjection,
+    /// A sub-task failed because its agent's circuit is open (`supervisor.on_circuit_open:
+    /// escalate`).
+    ServiceUnavailable,
 }
 
 /// How a plan relates to the conversation so far.

@@ -113,6 +113,22 @@ pub enum MissKind {
     Invalid,
     /// Which capability was meant: a did-you-mean question (`keys: ["intent"]`, `candidates`).
     Intent,
+    /// Not a key: the sub-task's agent is `access: write` and the caller is not verified or
+    /// lacks its scopes (extension; `auth` says which).
+    Auth,
+}
+
+/// Why an `auth` entry of `semantic_info` blocks its sub-task (extension).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuthNeed {
+    /// `sign_in_required` (nobody is verified) or `insufficient_scope`.
+    pub code: String,
+    /// The scopes the agent's card requires.
+    pub scopes: Vec<String>,
+    /// Those the caller lacks (all of them when nobody is verified).
+    pub missing_scopes: Vec<String>,
+    /// What the user is told (catalog text, in the turn's language).
+    pub message: String,
 }
 
 /// One entry of `metadata.semantic_info` (docs/events.md): parallel arrays in config order, `""`
@@ -145,6 +161,9 @@ pub struct SemanticInfo {
     /// empty): `not_an_option`, `past_date` or `invalid`.
     #[serde(default)]
     pub reasons: Vec<Rejection>,
+    /// For `type: "auth"`: what is missing (extension).
+    #[serde(default)]
+    pub auth: Option<AuthNeed>,
 }
 
 impl Serialize for SemanticInfo {
@@ -166,6 +185,8 @@ impl Serialize for SemanticInfo {
             rejected_values: &'a [Value],
             #[serde(skip_serializing_if = "<[_]>::is_empty")]
             reasons: &'a [Rejection],
+            #[serde(skip_serializing_if = "Option::is_none")]
+            auth: Option<&'a AuthNeed>,
         }
         Wire {
             kind: self.kind,
@@ -178,6 +199,7 @@ impl Serialize for SemanticInfo {
             candidates: &self.candidates,
             rejected_values: &self.rejected_values,
             reasons: &self.reasons,
+            auth: self.auth.as_ref(),
         }
         .serialize(s)
     }
@@ -476,6 +498,7 @@ fn mark_blocked(candidates: &[Candidate], draft: &mut Draft, order: &[usize]) ->
                 candidates: Vec::new(),
                 rejected_values: rejected.iter().map(|(_, v, _)| v.clone()).collect(),
                 reasons: rejected.iter().map(|(_, _, why)| *why).collect(),
+                auth: None,
             });
             for k in keys {
                 if !missing_keys.contains(&k.spec.key) {
@@ -495,6 +518,71 @@ fn mark_blocked(candidates: &[Candidate], draft: &mut Draft, order: &[usize]) ->
     // Keep semantic_info in plan order, not topological order.
     semantic_info.sort_by_key(|s| draft.tasks.iter().position(|t| t.task_id == s.task_id));
     (semantic_info, missing_keys)
+}
+
+/// Whether an agent's sub-tasks may not run for this caller: why, and the card's scopes.
+pub type DenyFn<'a> = dyn Fn(&str) -> Option<(crate::auth::Denied, Vec<String>)> + 'a;
+
+/// Blocks every sub-task whose agent `denied` refuses (a `write` card the caller may not use),
+/// with an `auth` entry in `semantic_info` and the user-facing reason, and the sub-tasks waiting
+/// on a blocked one; refreshes the plan's message. Such a sub-task is never dispatched; the others
+/// run. Returns how many sub-tasks it blocked for auth.
+pub fn block_denied(texts: &Texts, plan: &mut TaskPlan, lang: Lang, denied: &DenyFn<'_>) -> usize {
+    let mut blocked = 0;
+    for i in 0..plan.sub_tasks.len() {
+        let task = &plan.sub_tasks[i];
+        if !matches!(task.status, TaskStatus::Pending | TaskStatus::Blocked) || task.remote.is_some() {
+            continue;
+        }
+        let Some((why, scopes)) = denied(&task.assigned_agent) else { continue };
+        let (id, missing) = match &why {
+            crate::auth::Denied::SignInRequired => ("auth-sign-in-required", scopes.clone()),
+            crate::auth::Denied::MissingScopes(m) => ("auth-scope-missing", m.clone()),
+        };
+        let message = texts.get(lang, id, &[("task", task.description.as_str().into())]);
+        let info = SemanticInfo {
+            kind: MissKind::Auth,
+            sub_agent_id: task.assigned_agent.clone(),
+            task_id: task.task_id.clone(),
+            keys: Vec::new(),
+            key_descriptions: Vec::new(),
+            fe_widgets_suggestion: Vec::new(),
+            candidates: Vec::new(),
+            rejected_values: Vec::new(),
+            reasons: Vec::new(),
+            auth: Some(AuthNeed { code: why.code().into(), scopes, missing_scopes: missing, message: message.clone() }),
+        };
+        let at = plan
+            .semantic_info
+            .iter()
+            .position(|s| plan.sub_tasks.iter().position(|t| t.task_id == s.task_id) > Some(i));
+        plan.semantic_info.insert(at.unwrap_or(plan.semantic_info.len()), info);
+        let task = &mut plan.sub_tasks[i];
+        task.status = TaskStatus::Blocked;
+        task.reason = Some(message);
+        blocked += 1;
+    }
+    if blocked == 0 {
+        return 0;
+    }
+    // Whatever waits on a blocked sub-task waits with it.
+    loop {
+        let blocked_ids: HashSet<String> =
+            plan.sub_tasks.iter().filter(|t| t.status == TaskStatus::Blocked).map(|t| t.task_id.clone()).collect();
+        let mut changed = false;
+        for task in &mut plan.sub_tasks {
+            if task.status == TaskStatus::Pending && task.dependencies.iter().any(|d| blocked_ids.contains(d)) {
+                task.status = TaskStatus::Blocked;
+                task.reason = Some("waiting for a blocked sub-task".into());
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    plan.user_friendly_message = plan_message(texts, &plan.sub_tasks, lang);
+    blocked
 }
 
 /// Kahn's algorithm over `deps[i]` = the tasks `i` waits for. `Err` holds the tasks left in or

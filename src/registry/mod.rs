@@ -200,6 +200,12 @@ pub struct Registry {
     pub secrets: Arc<Secrets>,
     /// `supervisor.timezone`, parsed (`None`: the host's local zone).
     pub timezone: Option<chrono_tz::Tz>,
+    /// `auth`, compiled (effective settings: file + command-line overrides).
+    pub auth: Arc<crate::auth::AuthConfig>,
+    /// Where audit lines of `write` dispatches go: `None` = off, `Some(None)` = stdout.
+    pub audit_log: Option<Option<std::path::PathBuf>>,
+    /// The prompt-injection screen (`guardrails`).
+    pub screen: crate::guardrails::Screen,
     agents: Vec<Arc<CapabilityCard>>,
     index: HashMap<String, usize>,
 }
@@ -211,17 +217,8 @@ impl Registry {
     /// [`ConfigErrors`] only if a schema that passed validation fails to compile (not expected).
     pub fn from_config(loaded: LoadedConfig, version: u64) -> Result<Self, ConfigErrors> {
         let file_name = loaded.path.display().to_string();
-        let compile = |schema: &Value, pointer: String| {
-            compile_schema(schema).map_err(|message| {
-                ConfigErrors(vec![ConfigError {
-                    file: file_name.clone(),
-                    line: None,
-                    column: None,
-                    pointer: Some(pointer),
-                    message,
-                }])
-            })
-        };
+        let compile =
+            |schema: &Value, pointer: String| compile_schema(schema).map_err(|m| config_error(&file_name, pointer, m));
         let secrets = Arc::new(Secrets::new(loaded.secrets.iter().cloned()));
         crate::logging::remember_secrets(secrets.values());
         let mut agents = Vec::with_capacity(loaded.agents.len());
@@ -281,6 +278,9 @@ impl Registry {
             recognizer,
             lexicons,
             secrets,
+            auth: Arc::new(compile_auth(&loaded.file.auth, loaded.auth_key.as_ref(), &file_name)?),
+            audit_log: loaded.audit_log,
+            screen: crate::guardrails::Screen::new(&loaded.file.guardrails),
             agents,
             index,
         })
@@ -319,6 +319,27 @@ impl Registry {
     pub fn get_enabled(&self, id: &str) -> Option<&Arc<CapabilityCard>> {
         self.get(id).filter(|a| a.spec.enabled && a.unavailable.is_none())
     }
+}
+
+/// The snapshot's `auth`, compiled (a PEM key that is no public key is a config error).
+fn compile_auth(
+    auth: &crate::config::AuthSettings,
+    key: Option<&crate::config::AuthKey>,
+    file_name: &str,
+) -> Result<crate::auth::AuthConfig, ConfigErrors> {
+    crate::auth::AuthConfig::new(auth.clone(), key)
+        .map_err(|m| config_error(file_name, "/auth/jwt/public_key_env".into(), m))
+}
+
+/// One error at `pointer` of the config file.
+fn config_error(file_name: &str, pointer: String, message: String) -> ConfigErrors {
+    ConfigErrors(vec![ConfigError {
+        file: file_name.to_string(),
+        line: None,
+        column: None,
+        pointer: Some(pointer),
+        message,
+    }])
 }
 
 /// What a reload attempt did.
@@ -369,6 +390,8 @@ pub struct RegistryHandle {
     current: ArcSwap<Registry>,
     status: Mutex<ReloadStatus>,
     next_version: AtomicU64,
+    /// `auth` values from the command line, applied at every load of this handle's config.
+    overrides: crate::config::AuthOverrides,
 }
 
 impl RegistryHandle {
@@ -379,7 +402,21 @@ impl RegistryHandle {
             current: ArcSwap::from_pointee(first),
             status: Mutex::new(ReloadStatus::default()),
             next_version: AtomicU64::new(next),
+            overrides: crate::config::AuthOverrides::default(),
         }
+    }
+
+    /// The handle with the `auth` overrides its reloads apply (the first snapshot must have been
+    /// loaded with the same).
+    #[must_use]
+    pub fn with_overrides(mut self, overrides: crate::config::AuthOverrides) -> Self {
+        self.overrides = overrides;
+        self
+    }
+
+    /// The `auth` overrides every load of this handle's config applies.
+    pub fn overrides(&self) -> &crate::config::AuthOverrides {
+        &self.overrides
     }
 
     /// Records an attempt that was rejected with the same errors on the same content as the last

@@ -200,7 +200,7 @@ impl ReloadLoop {
     /// One attempt: load (settled), then swap or reject, and answer the requester.
     async fn reload(&mut self, req: ReloadRequest) {
         let (before, result, now_touched) =
-            load_settled(&self.path, req.cause, &self.touched, self.endpoints.as_ref()).await;
+            load_settled(&self.path, req.cause, &self.touched, self.endpoints.as_ref(), self.handle.overrides()).await;
         // Files the new content names that the last attempt did not read: stamped as they are now.
         let mut after = stamp(&self.path, &now_touched);
         after.extend(before);
@@ -244,15 +244,16 @@ async fn load_settled(
     cause: &str,
     touched: &[PathBuf],
     endpoints: Option<&snapshot::EndpointOverride>,
+    auth: &crate::config::AuthOverrides,
 ) -> (Stamp, Result<crate::config::LoadedConfig, crate::config::ConfigErrors>, Vec<PathBuf>) {
     let before = stamp(path, touched);
-    let (result, now_touched) = snapshot::load_snapshot_traced_with(path, endpoints).await;
+    let (result, now_touched) = snapshot::load_snapshot_traced_with(path, endpoints, auth).await;
     if cause != "file" || result.is_ok() {
         return (before, result, now_touched);
     }
     tokio::time::sleep(SETTLE).await;
     let before = stamp(path, &now_touched);
-    let (result, now_touched) = snapshot::load_snapshot_traced_with(path, endpoints).await;
+    let (result, now_touched) = snapshot::load_snapshot_traced_with(path, endpoints, auth).await;
     (before, result, now_touched)
 }
 

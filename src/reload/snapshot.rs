@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::config::{ConfigError, ConfigErrors, LoadedConfig};
+use crate::config::{AuthOverrides, ConfigError, ConfigErrors, LoadedConfig};
 use crate::dispatch::a2a::resolve_agent_cards;
 use crate::dispatch::DispatchLimits;
 use crate::registry::{Registry, RegistryHandle};
@@ -23,7 +23,7 @@ pub async fn load_snapshot(path: &Path) -> Result<LoadedConfig, ConfigErrors> {
 /// [`load_snapshot`], also returning every path the load read or tried to read
 /// ([`crate::config::load_traced`]), whether it succeeded or not.
 pub async fn load_snapshot_traced(path: &Path) -> (Result<LoadedConfig, ConfigErrors>, Vec<PathBuf>) {
-    load_snapshot_traced_with(path, None).await
+    load_snapshot_traced_with(path, None, &AuthOverrides::default()).await
 }
 
 /// Moves agent endpoints after every load: `(agent id, configured URL)` -> the URL to use
@@ -41,13 +41,16 @@ impl std::fmt::Debug for EndpointOverride {
     }
 }
 
-/// [`load_snapshot_traced`], with the agent endpoints moved by `endpoints`.
+/// [`load_snapshot_traced`], with the agent endpoints moved by `endpoints` and the file's `auth`
+/// values replaced by `auth` (`serve --auth-…`).
 pub async fn load_snapshot_traced_with(
     path: &Path,
     endpoints: Option<&EndpointOverride>,
+    auth: &AuthOverrides,
 ) -> (Result<LoadedConfig, ConfigErrors>, Vec<PathBuf>) {
-    let p = path.to_path_buf();
-    let (result, touched) = match tokio::task::spawn_blocking(move || crate::config::load_traced(&p)).await {
+    let (p, auth) = (path.to_path_buf(), auth.clone());
+    let (result, touched) = match tokio::task::spawn_blocking(move || crate::config::load_traced_with(&p, &auth)).await
+    {
         Ok(traced) => traced,
         Err(e) => {
             let error = ConfigError {
@@ -82,15 +85,20 @@ pub async fn load_snapshot_traced_with(
 /// # Errors
 /// Every config error.
 pub async fn open(path: &Path) -> Result<RegistryHandle, ConfigErrors> {
-    open_with(path, None).await
+    open_with(path, None, &AuthOverrides::default()).await
 }
 
-/// [`open`], with the agent endpoints moved by `endpoints`.
+/// [`open`], with the agent endpoints moved by `endpoints` and the `auth` overrides (kept by the
+/// handle: every reload applies them too).
 ///
 /// # Errors
 /// Every config error.
-pub async fn open_with(path: &Path, endpoints: Option<&EndpointOverride>) -> Result<RegistryHandle, ConfigErrors> {
+pub async fn open_with(
+    path: &Path,
+    endpoints: Option<&EndpointOverride>,
+    auth: &AuthOverrides,
+) -> Result<RegistryHandle, ConfigErrors> {
     let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let loaded = load_snapshot_traced_with(&path, endpoints).await.0?;
-    Ok(RegistryHandle::new(Registry::from_config(loaded, 1)?))
+    let loaded = load_snapshot_traced_with(&path, endpoints, auth).await.0?;
+    Ok(RegistryHandle::new(Registry::from_config(loaded, 1)?).with_overrides(auth.clone()))
 }

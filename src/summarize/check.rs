@@ -112,6 +112,9 @@ pub fn check_model_summary(registry: &Registry, plan: &TaskPlan, lang: Lang, tex
     let needed_told =
         plan.semantic_info.iter().flat_map(|i| &i.key_descriptions).all(|d| lower.contains(&d.to_lowercase()))
             && plan.remote_questions().iter().all(|q| text.contains(q.question.as_str()));
+    if !sections.auth.iter().all(|line| text.contains(line.as_str())) {
+        appended.extend(sections.auth);
+    }
     if !needed_told {
         appended.extend(sections.needed);
     }

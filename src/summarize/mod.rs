@@ -22,7 +22,7 @@ pub use check::{check_model_summary, CheckedSummary};
 /// The template summary of an executed plan.
 pub fn summary(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String {
     let s = sections(registry, plan, lang);
-    let mut out: Vec<String> = [s.done, s.failed, s.needed].concat();
+    let mut out: Vec<String> = [s.done, s.failed, s.auth, s.needed].concat();
     if out.is_empty() {
         out.push(registry.texts().get(lang, "summary-nothing", &[]));
     }
@@ -36,6 +36,8 @@ pub struct Sections {
     pub done: Vec<String>,
     /// What failed or was skipped, and why.
     pub failed: Vec<String>,
+    /// Why sub-tasks that need a signed-in user (or more permissions) were not done.
+    pub auth: Vec<String>,
     /// What is still needed, with examples.
     pub needed: Vec<String>,
 }
@@ -81,6 +83,7 @@ pub fn sections(registry: &Registry, plan: &TaskPlan, lang: Lang) -> Sections {
             needed.push(text("list-item", &[("text", remote.question.as_str().into())]));
         }
     }
+    out.auth.extend(auth_lines(plan));
     if !needed.is_empty() {
         out.needed.push(text("summary-needed-header", &[]));
         out.needed.extend(needed);
@@ -207,10 +210,21 @@ fn example_text(v: &Value) -> String {
     }
 }
 
-/// The `blocked` event's text: which details are needed, with examples.
+/// The `blocked` event's text: which details are needed, with examples; then why sub-tasks
+/// that need a signed-in user (or more permissions) wait.
 pub fn blocked_text(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String {
     let (lines, _) = still_needed(registry, plan, lang);
-    registry.texts().get(lang, "blocked-ask", &[("keys", lines.join("\n").into())])
+    let mut out = Vec::new();
+    if !lines.is_empty() {
+        out.push(registry.texts().get(lang, "blocked-ask", &[("keys", lines.join("\n").into())]));
+    }
+    out.extend(auth_lines(plan));
+    out.join("\n")
+}
+
+/// The user-facing reasons of sub-tasks blocked for auth (`semantic_info` of type `auth`).
+fn auth_lines(plan: &TaskPlan) -> impl Iterator<Item = String> + '_ {
+    plan.semantic_info.iter().filter_map(|i| i.auth.as_ref()).map(|a| a.message.clone())
 }
 
 /// What the assistant can do, one line per enabled capability card's description; grouped under
@@ -269,6 +283,8 @@ pub fn escalation_text(texts: &Texts, reason: EscalationReason, lang: Lang) -> S
         EscalationReason::Abusive => "escalation-abusive",
         EscalationReason::RepeatedFailures => "escalation-repeated-failures",
         EscalationReason::ClarificationRoundsExhausted => "escalation-clarification-exhausted",
+        EscalationReason::PromptInjection => "escalation-prompt-injection",
+        EscalationReason::ServiceUnavailable => "escalation-service-unavailable",
     };
     texts.get(lang, id, &[])
 }
@@ -281,6 +297,8 @@ pub fn escalation_summary(texts: &Texts, reason: EscalationReason, query: &str, 
         EscalationReason::Sensitive => "escalation-summary-sensitive",
         EscalationReason::SelfHarm => "escalation-summary-self-harm",
         EscalationReason::Abusive => "escalation-summary-abusive",
+        EscalationReason::PromptInjection => "escalation-summary-prompt-injection",
+        EscalationReason::ServiceUnavailable => "escalation-summary-service-unavailable",
         EscalationReason::RepeatedFailures | EscalationReason::ClarificationRoundsExhausted => "escalation-summary",
     };
     texts.get(lang, id, &[("query", query.into())])
@@ -334,6 +352,7 @@ pub fn choice_info(texts: &Texts, choice_id: &str, offered: Vec<ChoiceCandidate>
         candidates: offered,
         rejected_values: Vec::new(),
         reasons: Vec::new(),
+        auth: None,
     }
 }
 

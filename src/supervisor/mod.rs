@@ -44,6 +44,9 @@ pub struct TurnRequest {
     /// The client cancels the pending clarification (an AG-UI `cancelled` resume): the turn
     /// is the conversation's cancel input, whatever `query` says.
     pub cancel: bool,
+    /// The verified caller (auth modes `jwt` / `trusted_header`; `user_id` is theirs), or `None`
+    /// in mode `none`.
+    pub principal: Option<Arc<crate::auth::Principal>>,
 }
 
 /// The supervisor: registry, sessions, executor and (in LLM mode) the model planner, shared by

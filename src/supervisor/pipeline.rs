@@ -9,7 +9,7 @@ use tracing::Instrument;
 use super::turn::TurnCtx;
 use super::Supervisor;
 use crate::events::{Stage, StageEvent};
-use crate::executor::TurnContext;
+use crate::executor::{RunReport, TurnContext};
 use crate::planner::{TaskPlan, TaskStatus};
 use crate::registry::Registry;
 use crate::session::Session;
@@ -24,7 +24,7 @@ impl Supervisor {
         plan: &mut TaskPlan,
         found: Map<String, Value>,
         session: &mut Session,
-    ) -> (String, &'static str) {
+    ) -> (String, &'static str, RunReport) {
         let (registry, req, lang, sink) = (t.registry, t.req, t.lang, t.sink);
         sink.emit(StageEvent::new(Stage::PlanStarted, t.text("stage-plan-started")));
         // A snapshot: the plan's statuses change while it runs.
@@ -50,9 +50,14 @@ impl Supervisor {
             trace_id: req.trace_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string()),
             lang,
             deadline: t.deadline,
+            principal: req.principal.clone(),
         };
         let started = std::time::Instant::now();
-        self.executor.run(registry, plan, &ctx, sink).instrument(tracing::info_span!("stage", name = "execute")).await;
+        let report = self
+            .executor
+            .run(registry, plan, &ctx, sink)
+            .instrument(tracing::info_span!("stage", name = "execute"))
+            .await;
         crate::metrics::stage("execute", started.elapsed());
         let started = std::time::Instant::now();
         remember_outputs(registry, plan, session);
@@ -73,14 +78,15 @@ impl Supervisor {
                     if let summarize::CheckedSummary::Rejected { claim, .. } = &checked {
                         tracing::warn!(%claim, "the model's summary reports unfinished work as done; using the template");
                     }
-                    return checked.into_parts();
+                    let (text, summarizer) = checked.into_parts();
+                    return (text, summarizer, report);
                 }
                 Err(e) => tracing::warn!(error = %e, "model summary failed; using the template"),
             }
         }
         let text = summarize::summary(registry, plan, lang);
         crate::metrics::stage("summarize", started.elapsed());
-        (text, "template")
+        (text, "template", report)
     }
 }
 

@@ -3,10 +3,11 @@
 //! tasks, escalating, emitting the `done` event).
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
+use serde_json::{json, Value};
 use tracing::Instrument;
 
 use super::{Supervisor, TurnRequest};
+use crate::config::{Access, CircuitOpenAction, InjectionAction};
 use crate::conversation::{Dropped, PlanOutcome, Policy, Round};
 use crate::events::{EscalationCard, EventSink, Stage, StageEvent};
 use crate::llm::decide::{decide, PlannerMeta};
@@ -60,15 +61,21 @@ impl Supervisor {
         if let Some(p) = &expired {
             self.cancel_remote(t.registry, p.tasks());
         }
+        let mut flagged = None;
         let (turn, meta) = if t.req.cancel {
             (
                 TurnDecision::cancel(&t.req.query, t.lang),
                 PlannerMeta::rule(Some("cancelled by the client".into()), false, None),
             )
         } else {
+            match self.screen(t, session) {
+                Screened::Ended(text) => return text,
+                Screened::Flagged(guard) => flagged = Some(guard),
+                Screened::Clean => {}
+            }
             self.decide_turn(t, session).await
         };
-        self.emit_intent_done(t, &turn, &meta, expired.is_some());
+        self.emit_intent_done(t, &turn, &meta, expired.is_some(), flagged);
         let today = self.today.unwrap_or_else(|| t.registry.today(t.now));
         if let Some(question) = restart_offer(t, expired.as_ref(), &turn.decision, today) {
             for (k, v) in &t.req.slots {
@@ -87,7 +94,7 @@ impl Supervisor {
             Decision::Escalate(reason) => {
                 let summary = summarize::escalation_summary(t.registry.texts(), reason, &t.req.query, t.lang);
                 let pending = session.conversation.pending().map(|p| p.tasks.clone());
-                self.escalate(t, session, reason, summary, pending.as_deref())
+                self.escalate(t, session, reason, summary, pending.as_deref(), None)
             }
             Decision::Direct(intent) => {
                 let text = with_note(summarize::direct_answer(t.registry, intent, t.lang));
@@ -152,7 +159,7 @@ impl Supervisor {
                 session.conversation = conv;
                 let args = [("query", question.query.as_str().into())];
                 let summary = t.registry.texts().get(t.lang, "escalation-summary", &args);
-                return self.escalate(t, session, EscalationReason::ClarificationRoundsExhausted, summary, None);
+                return self.escalate(t, session, EscalationReason::ClarificationRoundsExhausted, summary, None, None);
             }
         };
         let id = format!("choice_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
@@ -201,8 +208,40 @@ impl Supervisor {
         decided
     }
 
-    /// The `intent_done` event: what was understood, by which planner.
-    fn emit_intent_done(&self, t: &TurnCtx<'_>, turn: &TurnDecision, meta: &PlannerMeta, expired: bool) {
+    /// The prompt-injection screen (`guardrails`) of the turn's text: with `refuse` the turn ends
+    /// with a polite answer, with `escalate` it is handed to a human (nothing is planned either
+    /// way); with `flag` it goes on, marked.
+    fn screen(&self, t: &TurnCtx<'_>, session: &mut Session) -> Screened {
+        let screen = &t.registry.screen;
+        let Some(pattern) = screen.check(&t.req.query) else { return Screened::Clean };
+        let guard = json!({ "action": screen.action, "pattern": pattern });
+        tracing::warn!(pattern, action = ?screen.action, "the user's text matched the prompt-injection screen");
+        crate::metrics::rejected("prompt_injection");
+        if screen.action == InjectionAction::Flag {
+            return Screened::Flagged(guard);
+        }
+        t.sink.emit(StageEvent::new(Stage::IntentDone, t.text("stage-intent-understood")).state("guardrail", &guard));
+        if screen.action == InjectionAction::Escalate {
+            let reason = EscalationReason::PromptInjection;
+            let summary = summarize::escalation_summary(t.registry.texts(), reason, &t.req.query, t.lang);
+            let pending = session.conversation.pending().map(|p| p.tasks.clone());
+            let text = self.escalate(t, session, reason, summary, pending.as_deref(), None);
+            return Screened::Ended(text);
+        }
+        let text = t.text("guard-refused");
+        t.sink.emit(StageEvent::new(Stage::Answer, text.clone()).state("guardrail", guard));
+        Screened::Ended(text)
+    }
+
+    /// The `intent_done` event: what was understood, by which planner (and the screen's flag).
+    fn emit_intent_done(
+        &self,
+        t: &TurnCtx<'_>,
+        turn: &TurnDecision,
+        meta: &PlannerMeta,
+        expired: bool,
+        flagged: Option<Value>,
+    ) {
         let mode = match &turn.decision {
             Decision::Plan { mode, .. } => Some(*mode),
             _ => None,
@@ -230,7 +269,8 @@ impl Supervisor {
                 .state("planner_reason", &meta.reason)
                 .state("intent_cache_hit", meta.cache_hit)
                 .state("mode", mode)
-                .state("pending_expired", expired),
+                .state("pending_expired", expired)
+                .state("guardrail", flagged),
         );
     }
 
@@ -238,6 +278,7 @@ impl Supervisor {
     /// count; escalates when rounds or failures are exhausted.
     async fn planned(&self, t: &TurnCtx<'_>, session: &mut Session, p: Planned, expired: Option<&str>) -> String {
         let Planned { mut plan, found, mode } = p;
+        self.gate_writes(t, &mut plan);
         let mut conv = std::mem::take(&mut session.conversation);
         if mode == PlanMode::Rerouted {
             let (next, dropped) = conv.reroute();
@@ -259,10 +300,11 @@ impl Supervisor {
                     EscalationReason::ClarificationRoundsExhausted,
                     summary,
                     Some(&blocked),
+                    None,
                 );
             }
         };
-        let (text, summarizer) = self.run_plan(t, &mut plan, found, session).await;
+        let (text, summarizer, report) = self.run_plan(t, &mut plan, found, session).await;
         let outcome = plan_outcome(&plan, mode, &t.req.query);
         let dispatched =
             plan.sub_tasks.iter().filter(|s| matches!(s.status, TaskStatus::Done | TaskStatus::Failed)).count();
@@ -276,7 +318,14 @@ impl Supervisor {
         };
         if escalate {
             let pending = session.conversation.pending().map(|p| p.tasks.clone());
-            return self.escalate(t, session, EscalationReason::RepeatedFailures, text, pending.as_deref());
+            return self.escalate(t, session, EscalationReason::RepeatedFailures, text, pending.as_deref(), None);
+        }
+        if report.circuit_open > 0 && t.registry.settings.on_circuit_open == CircuitOpenAction::Escalate {
+            // A service is down: the answer says what was done, then offers a human.
+            let reason = EscalationReason::ServiceUnavailable;
+            let summary = summarize::escalation_summary(t.registry.texts(), reason, &t.req.query, t.lang);
+            let pending = session.conversation.pending().map(|p| p.tasks.clone());
+            return self.escalate(t, session, reason, summary, pending.as_deref(), Some(&text));
         }
         let plan = std::sync::Arc::new(plan);
         let mut done = StageEvent::new(Stage::Answer, text.clone())
@@ -297,8 +346,25 @@ impl Supervisor {
         text
     }
 
+    /// Blocks the plan's `write` sub-tasks the caller may not run (`auth`): never dispatched,
+    /// told in `semantic_info` (`type: "auth"`).
+    fn gate_writes(&self, t: &TurnCtx<'_>, plan: &mut TaskPlan) {
+        let (registry, principal) = (t.registry, t.req.principal.as_deref());
+        let unverified = registry.auth.settings.unverified_writes;
+        let denied = |agent_id: &str| {
+            let agent = registry.get(agent_id).filter(|a| a.spec.access == Access::Write)?;
+            let scopes = &agent.spec.scopes;
+            crate::auth::check_write(principal, scopes, unverified).err().map(|d| (d, scopes.clone()))
+        };
+        let blocked = crate::planner::plan::block_denied(registry.texts(), plan, t.lang, &denied);
+        if blocked > 0 {
+            let user = principal.map(|p| p.user_id.as_str());
+            tracing::warn!(blocked, user, "write sub-tasks blocked: the caller may not run them");
+        }
+    }
+
     /// Ends the turn with an `escalated` event carrying the escalation card, and records the
-    /// hand-over in the conversation.
+    /// hand-over in the conversation. `answer`, if given, comes before the hand-over text.
     fn escalate(
         &self,
         t: &TurnCtx<'_>,
@@ -306,9 +372,14 @@ impl Supervisor {
         reason: EscalationReason,
         summary: String,
         pending: Option<&[SubTask]>,
+        answer: Option<&str>,
     ) -> String {
         session.conversation = std::mem::take(&mut session.conversation).escalated(reason, t.now);
         let text = summarize::escalation_text(t.registry.texts(), reason, t.lang);
+        let text = match answer {
+            Some(answer) => format!("{answer}\n{text}"),
+            None => text,
+        };
         let card = EscalationCard {
             reason,
             summary,
@@ -321,6 +392,16 @@ impl Supervisor {
         t.sink.emit(StageEvent::new(Stage::Escalated, text.clone()).escalation(card));
         text
     }
+}
+
+/// What the prompt-injection screen made of a turn.
+enum Screened {
+    /// No pattern matched.
+    Clean,
+    /// A pattern matched and the action is `flag`: `intent_done`'s `state.guardrail`.
+    Flagged(Value),
+    /// The turn ended (refused or escalated): the text of its `done`.
+    Ended(String),
 }
 
 /// A plan the planner decided on.

@@ -13,7 +13,10 @@
 //! Missing semantic keys (or a sub-agent's question) end the task in `TASK_STATE_INPUT_REQUIRED`
 //! whose status message carries the text and a data part `{semantic_info: [{keys,
 //! key_descriptions, fe_widgets_suggestion, ..}]}`; a follow-up message on the same task resumes
-//! it. `CancelTask` stops following a running turn (which still completes in the background).
+//! it. A `write` sub-task the caller may not run ends it in `TASK_STATE_AUTH_REQUIRED` instead.
+//! With `auth` on, the caller is verified first (HTTP 401 / 403, not JSON-RPC errors), and the
+//! card declares the scheme (`securitySchemes`, `securityRequirements`). `CancelTask` stops
+//! following a running turn (which still completes in the background).
 
 mod tasks;
 
@@ -21,10 +24,10 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 
 use ::a2a::{
-    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Artifact, CancelTaskRequest, GetTaskRequest,
-    JsonRpcError, JsonRpcId, JsonRpcRequest, JsonRpcResponse, ListTasksRequest, ListTasksResponse, Message, Part,
-    PartContent, Role, SendMessageRequest, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
-    TaskStatusUpdateEvent,
+    AgentCapabilities, AgentCard, AgentInterface, AgentSkill, ApiKeySecurityScheme, Artifact, CancelTaskRequest,
+    GetTaskRequest, HttpAuthSecurityScheme, JsonRpcError, JsonRpcId, JsonRpcRequest, JsonRpcResponse, ListTasksRequest,
+    ListTasksResponse, Message, Part, PartContent, Role, SecurityRequirement, SecurityScheme, SendMessageRequest,
+    StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 use axum::extract::{RawQuery, State};
 use axum::http::HeaderMap;
@@ -37,7 +40,9 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use super::identity::Anonymous;
 use super::AppState;
+use crate::config::{Access, AuthMode, AuthSettings};
 use crate::events::{Stage, StageEvent};
+use crate::planner::MissKind;
 use crate::supervisor::TurnRequest;
 use crate::text::Lang;
 pub use tasks::A2aTasks;
@@ -62,9 +67,10 @@ pub async fn agent_card(State(state): State<AppState>, headers: HeaderMap) -> Js
             examples: Some(a.spec.examples.clone()),
             input_modes: None,
             output_modes: None,
-            security_requirements: None,
+            security_requirements: skill_security(&reg.auth.settings, a),
         })
         .collect();
+    let (security_schemes, security_requirements) = security(&reg.auth.settings);
     let modes = vec!["text/plain".to_string(), "application/json".to_string()];
     Json(AgentCard {
         name: "Switchboard".into(),
@@ -83,10 +89,47 @@ pub async fn agent_card(State(state): State<AppState>, headers: HeaderMap) -> Js
         provider: None,
         documentation_url: None,
         icon_url: None,
-        security_schemes: None,
-        security_requirements: None,
+        security_schemes,
+        security_requirements,
         signatures: None,
     })
+}
+
+/// The card's security scheme for the `auth` mode (A2A 1.0 §4.5, OpenAPI-style): `bearer` (HTTP
+/// `Bearer`, format JWT) in mode `jwt`; `trusted_header` (an API-key-style header set by a
+/// trusted proxy) in mode `trusted_header`; none in mode `none`. Every call requires it.
+fn security(auth: &AuthSettings) -> (Option<HashMap<String, SecurityScheme>>, Option<Vec<SecurityRequirement>>) {
+    let scheme = match auth.mode {
+        AuthMode::None => return (None, None),
+        AuthMode::Jwt => SecurityScheme::HttpAuth(HttpAuthSecurityScheme {
+            scheme: "Bearer".into(),
+            description: Some("A JWT from the configured issuer; the user is its `sub`.".into()),
+            bearer_format: Some("JWT".into()),
+        }),
+        AuthMode::TrustedHeader => SecurityScheme::ApiKey(ApiKeySecurityScheme {
+            location: "header".into(),
+            name: auth.trusted_header.user_header.clone(),
+            description: Some("The user, set by a trusted proxy; direct calls are refused.".into()),
+        }),
+    };
+    let name = scheme_name(auth.mode).to_string();
+    let requirement: SecurityRequirement = [(name.clone(), Vec::new())].into_iter().collect();
+    (Some([(name, scheme)].into_iter().collect()), Some(vec![requirement]))
+}
+
+fn scheme_name(mode: AuthMode) -> &'static str {
+    match mode {
+        AuthMode::TrustedHeader => "trusted_header",
+        _ => "bearer",
+    }
+}
+
+/// A `write` skill's requirement: the scheme with the card's scopes.
+fn skill_security(auth: &AuthSettings, agent: &crate::registry::CapabilityCard) -> Option<Vec<SecurityRequirement>> {
+    if auth.mode == AuthMode::None || agent.spec.access != Access::Write {
+        return None;
+    }
+    Some(vec![[(scheme_name(auth.mode).to_string(), agent.spec.scopes.clone())].into_iter().collect()])
 }
 
 const PUSH_NOT_SUPPORTED: &str = "push notifications are not supported (capabilities.pushNotifications is false)";
@@ -228,8 +271,17 @@ pub async fn rpc(
             .into_response();
     }
     let params = req.params.unwrap_or(Value::Null);
+    // Authentication is the transport's: a refused caller gets the HTTP 401 / 403 of every route.
+    let principal = match super::identity::verify(&state, &headers, client).await {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
     let named = headers.get("x-user-id").and_then(|v| v.to_str().ok()).filter(|u| !u.is_empty());
-    let (user, anonymous) = match named {
+    let verified = match super::identity::acting_user(principal.as_deref(), [named]) {
+        Ok(user) => principal.is_some().then_some(user).flatten(),
+        Err(e) => return e.into_response(),
+    };
+    let (user, anonymous) = match verified.as_deref().or(named) {
         Some(user) => (user.to_string(), None),
         None => {
             // Without its token, an anonymous caller naming a task an anonymous caller created is
@@ -248,7 +300,8 @@ pub async fn rpc(
             }
         }
     };
-    let mut response = dispatch_rpc(&state, &headers, id, &req.method, params, &user, client).await;
+    let caller = Caller { user, principal };
+    let mut response = dispatch_rpc(&state, &headers, id, &req.method, params, &caller, client).await;
     if let Some(a) = &anonymous {
         a.tell(response.headers_mut());
     }
@@ -261,19 +314,28 @@ fn anonymous_owner(state: &AppState, params: &Value) -> Option<String> {
     state.a2a_tasks.owner(task).filter(|owner| owner.starts_with("anon-"))
 }
 
-/// One JSON-RPC call of `user`.
+/// Who an `/a2a` call acts for.
+struct Caller {
+    /// The user (verified, named by `x-user-id`, or anonymous).
+    user: String,
+    /// The verified caller, with `auth` on.
+    principal: Option<std::sync::Arc<crate::auth::Principal>>,
+}
+
+/// One JSON-RPC call of `caller`.
 async fn dispatch_rpc(
     state: &AppState,
     headers: &HeaderMap,
     id: JsonRpcId,
     method: &str,
     params: Value,
-    user: &str,
+    caller: &Caller,
     client: super::limits::ClientAddr,
 ) -> Response {
+    let user = caller.user.as_str();
     match method {
-        "SendMessage" => send_message(state, id, params, user, client).await,
-        "SendStreamingMessage" => match start(state, params, user, client) {
+        "SendMessage" => send_message(state, id, params, caller, client).await,
+        "SendStreamingMessage" => match start(state, params, caller, client) {
             Ok((started, updates)) => {
                 stream(id, with_history(started.task, started.history_length), updates).into_response()
             }
@@ -304,10 +366,11 @@ async fn send_message(
     state: &AppState,
     id: JsonRpcId,
     params: Value,
-    user: &str,
+    caller: &Caller,
     client: super::limits::ClientAddr,
 ) -> Response {
-    match start(state, params, user, client) {
+    let user = caller.user.as_str();
+    match start(state, params, caller, client) {
         Ok((started, mut updates)) if !started.return_immediately => {
             // Wait for the end: the updates stop when the task is terminal or interrupted.
             while updates.recv().await.is_some() {}
@@ -489,9 +552,10 @@ impl From<(i32, String)> for Refused {
 fn start(
     state: &AppState,
     params: Value,
-    user: &str,
+    caller: &Caller,
     client: super::limits::ClientAddr,
 ) -> Result<(Started, Updates), Refused> {
+    let user = caller.user.as_str();
     // Shed with the HTTP status of every other route (429 / 503 + Retry-After).
     let admission = state.limits.admit_from(user, client.0).map_err(Refused::Shed)?;
     let req: SendMessageRequest =
@@ -513,11 +577,12 @@ fn start(
         continues.as_ref().map_or_else(|| format!("task_{}", uuid::Uuid::new_v4().simple()), |t| t.id.clone());
     let body = super::chat::ChatBody {
         query: text,
-        user_id: user.to_string(),
+        user_id: Some(user.to_string()),
         thread_id: Some(context_id.clone()),
         slots: Some(slots),
     };
-    let turn_req: TurnRequest = body.validate().map_err(|e| (-32602, e.to_string()))?;
+    let mut turn_req: TurnRequest = body.validate().map_err(|e| (-32602, e.to_string()))?;
+    turn_req.principal = caller.principal.clone();
     let turn = state.supervisor.start_turn(turn_req);
     drop(admission);
     let mut history = continues.and_then(|t| t.history).unwrap_or_default();
@@ -629,10 +694,13 @@ fn finish(task: &mut Task, done: &StageEvent) -> Vec<StreamResponse> {
     if let Some(questions) = done.payload.questions.as_deref().filter(|q| !q.is_empty()) {
         asks.insert("input_required".into(), json!(questions));
     }
+    // A sub-task that needs a signed-in user (or more scopes) asks for credentials first.
+    let auth = done.payload.semantic_info.as_deref().is_some_and(|i| i.iter().any(|s| s.kind == MissKind::Auth));
     let (state, mut parts) = match done.stage {
         Stage::Error => (TaskState::Failed, vec![Part::text(done.content.clone())]),
         _ if !asks.is_empty() => {
-            (TaskState::InputRequired, vec![Part::text(done.content.clone()), Part::data(Value::Object(asks))])
+            let state = if auth { TaskState::AuthRequired } else { TaskState::InputRequired };
+            (state, vec![Part::text(done.content.clone()), Part::data(Value::Object(asks))])
         }
         _ => (TaskState::Completed, vec![Part::text(done.content.clone())]),
     };

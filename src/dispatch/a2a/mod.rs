@@ -215,7 +215,7 @@ pub async fn call(
     agent: &CapabilityCard,
     body: &Value,
     remote: Option<&RemoteTask>,
-    traceparent: &str,
+    call: &crate::dispatch::Call<'_>,
     limits: DispatchLimits,
     on_delta: DeltaFn<'_>,
     relayed: &AtomicBool,
@@ -227,11 +227,11 @@ pub async fn call(
     let method = if streaming { "SendStreamingMessage" } else { "SendMessage" };
     let request = JsonRpcRequest::new(JsonRpcId::String(uuid::Uuid::new_v4().to_string()), method, Some(params));
     let accept = if streaming { "text/event-stream" } else { "application/json" };
-    let resp = client
-        .post(&url)
+    let resp = call
+        .authorize(client.post(&url))
         .headers(agent.headers.clone())
         .header(::a2a::SVC_PARAM_VERSION, ::a2a::VERSION)
-        .header("traceparent", traceparent)
+        .header("traceparent", call.traceparent)
         .header(reqwest::header::ACCEPT, accept)
         .json(&request)
         .send()
