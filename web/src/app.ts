@@ -94,15 +94,20 @@ class Turn {
         const li = el("li", `task ${task.status}`);
         li.dataset.task = task.task_id;
         li.append(el("span", "desc", task.description), el("span", `badge ${task.status}`, t(`status_${task.status}`)));
-        if (task.reason && task.status !== "done") li.append(el("small", "reason", task.reason));
+        if (task.reason && (task.status === "failed" || task.status === "skipped")) li.append(el("small", "reason", task.reason));
         return li;
       }),
     );
   }
 }
 
-function subscriber(turn: Turn, runStart: Set<string>): AgentSubscriber {
+function subscriber(turn: Turn): AgentSubscriber {
+  // This run's plan activity (a resumed run keeps the plan's id, so it is told by its snapshot).
+  let planId = "";
   return {
+    onActivitySnapshotEvent: ({ event }) => {
+      if (event.activityType === "PLAN") planId = event.messageId;
+    },
     onStepStartedEvent: ({ event }) => {
       turn.step = el("li", "step");
       turn.step.append(el("strong", "", t(`step_${event.stepName}`)), el("ul"));
@@ -132,7 +137,7 @@ function subscriber(turn: Turn, runStart: Set<string>): AgentSubscriber {
       if (target) target.textContent += event.delta;
     },
     onMessagesChanged: ({ messages }) => {
-      const plan = messages.find((m: any) => m.role === "activity" && m.activityType === "PLAN" && !runStart.has(m.id));
+      const plan = planId && messages.find((m: any) => m.role === "activity" && m.id === planId);
       if (plan) turn.renderPlan((plan as any).content);
     },
     onStateChanged: ({ state }) => renderMemory(state),
@@ -189,10 +194,9 @@ async function runTurn(text: string | null, resume?: ReturnType<typeof buildResu
   busy = true;
   composer.querySelector("button")!.disabled = true;
   const turn = new Turn(text);
-  const before = new Set(agent.messages.map((m) => m.id));
   if (text) agent.addMessage({ id: randomUUID(), role: "user", content: text });
   try {
-    await agent.runAgent({ runId: randomUUID(), ...(resume ? { resume } : {}) }, subscriber(turn, before));
+    await agent.runAgent({ runId: randomUUID(), ...(resume ? { resume } : {}) }, subscriber(turn));
   } catch (e) {
     turn.root.append(el("p", "error", t("error", { message: String((e as Error).message ?? e) })));
   } finally {

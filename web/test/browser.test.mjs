@@ -83,6 +83,7 @@ test("帮我订个酒店 shows city and date widgets; submitting them completes 
   const booked = await answer(page);
   await booked.locator("section.subagent .badge.done").waitFor();
   assert.match(await booked.locator(".bubble.answer").innerText(), /已为您完成/);
+  assert.equal(await booked.locator(".plan li.done").count(), 1, "the resumed plan's progress");
   assert.match(await page.locator("#memory").innerText(), /city=北京/);
   await page.screenshot({ path: join(shots, "hotel-booked.png"), fullPage: true });
   assert.deepEqual(page.errors, []);
