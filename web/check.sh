@@ -14,6 +14,7 @@ repo="$(cd .. && pwd)"
 export SWITCHBOARD_BIN="$repo/target/debug/switchboard"
 
 npm ci --no-audit --no-fund --loglevel=error
+npx tsc -p .
 node build.mjs --check
 node --test test/events.test.mjs
 

@@ -141,9 +141,10 @@ function subscriber(turn: Turn): AgentSubscriber {
       if (plan) turn.renderPlan((plan as any).content);
     },
     onStateChanged: ({ state }) => renderMemory(state),
-    onRunFinishedEvent: ({ outcome, interrupts, result }) => {
+    onRunFinishedEvent: (params) => {
       turn.thinking.querySelector("summary")!.textContent = `${t("thinking")} (${turn.steps.children.length})`;
-      if (outcome === "interrupt" && interrupts) turn.root.append(form(interrupts as Interrupt[]));
+      if (params.outcome === "interrupt") turn.root.append(form(params.interrupts as Interrupt[]));
+      const result = params.outcome === "success" ? (params.result as any) : undefined;
       if (result?.escalation) turn.root.append(escalationCard(result.escalation));
     },
     onRunErrorEvent: ({ event }) => {
