@@ -625,7 +625,7 @@ async fn the_state_shows_the_pending_clarification_and_the_remembered_slots() {
     check_run(&first);
     assert_eq!(
         first[1]["snapshot"],
-        json!({ "theme": "dark", "conversation": { "status": "idle", "slots": {}, "pending": null } })
+        json!({ "theme": "dark", "conversation": { "status": "idle", "slots": {}, "pending": null, "choice": null } })
     );
     let delta = first.iter().position(|e| e["type"] == "STATE_DELTA").expect("the turn changed the state");
     assert_eq!(delta, first.len() - 2, "the delta comes right before RUN_FINISHED");

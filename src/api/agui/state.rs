@@ -7,12 +7,13 @@
 //!
 //! ```json
 //! { "conversation": {
-//!     "status": "idle" | "awaiting_input" | "escalated",
+//!     "status": "idle" | "awaiting_input" | "awaiting_choice" | "escalated",
 //!     "slots": { "city": "北京" },
 //!     "pending": null | {
 //!       "plan_id": "plan_…", "expires_at": "2026-…Z", "keys": ["check_in_date"],
 //!       "widgets": [{ "key", "description", "widget", "descriptor" }],
-//!       "tasks": [{ "task_id", "agent_id", "description", "question"? }] } } }
+//!       "tasks": [{ "task_id", "agent_id", "description", "question"? }] },
+//!     "choice": null | { "choice_id", "expires_at", "candidates": [{ "agent_id", "name", "description" }] } } }
 //! ```
 //!
 //! The frontend's own keys (`user_id`, …) are kept, so an AG-UI client that sends its state back
@@ -41,11 +42,12 @@ pub fn document(input: &Value, session: Option<&Session>, registry: &Registry) -
 /// The `conversation` part: status, remembered slots, the pending clarification.
 pub fn conversation(session: Option<&Session>, registry: &Registry) -> Value {
     let Some(session) = session else {
-        return json!({ "status": "idle", "slots": {}, "pending": null });
+        return json!({ "status": "idle", "slots": {}, "pending": null, "choice": null });
     };
     let status = match &session.conversation.state {
         ConversationState::Idle => "idle",
         ConversationState::AwaitingKeys(_) => "awaiting_input",
+        ConversationState::AwaitingIntent(_) => "awaiting_choice",
         ConversationState::Escalated(_) => "escalated",
     };
     let pending = session.conversation.pending().map(|p| {
@@ -85,5 +87,23 @@ pub fn conversation(session: Option<&Session>, registry: &Registry) -> Value {
             "tasks": tasks,
         })
     });
-    json!({ "status": status, "slots": session.slots, "pending": pending })
+    json!({ "status": status, "slots": session.slots, "pending": pending, "choice": choice(session, registry) })
+}
+
+/// The pending did-you-mean question: its id (the interrupt's), expiry and candidates.
+fn choice(session: &Session, registry: &Registry) -> Value {
+    let Some(c) = session.conversation.choice() else { return Value::Null };
+    let candidates: Vec<Value> = c
+        .candidates
+        .iter()
+        .map(|id| {
+            let card = registry.get(id);
+            json!({
+                "agent_id": id,
+                "name": card.map_or(id.as_str(), |a| a.spec.name.as_str()),
+                "description": card.map_or("", |a| a.spec.description.as_str()),
+            })
+        })
+        .collect();
+    json!({ "choice_id": c.choice_id, "expires_at": c.expires_at.to_rfc3339(), "candidates": candidates })
 }
