@@ -102,6 +102,22 @@ test("cancel drops the pending booking", async () => {
   assert.deepEqual(page.errors, []);
 });
 
+test("a did-you-mean question is a choice among the candidates; picking one runs it", async () => {
+  const page = await chat();
+  await ask(page, "我明天要去上海");
+  const turn = await answer(page);
+  const picker = turn.locator("form.interrupt select");
+  const options = await picker.locator("option").evaluateAll((os) => os.map((o) => o.value).filter(Boolean));
+  assert.ok(options.includes("weather_agent"), `${options}`);
+  await picker.selectOption("weather_agent");
+  await page.screenshot({ path: join(shots, "intent-picker.png"), fullPage: true });
+  await turn.locator("form.interrupt").getByRole("button", { name: "提交" }).click();
+  const picked = await answer(page);
+  await picked.locator("section.subagent .badge.done").waitFor();
+  assert.match(await picked.locator(".bubble.answer").innerText(), /上海/);
+  assert.deepEqual(page.errors, []);
+});
+
 test("an escalation shows the escalation card", async () => {
   const page = await chat();
   await ask(page, "我要转人工");

@@ -93,3 +93,19 @@ test("an escalation ends the run with the escalation card", async () => {
   assert.equal(r.finished.result.escalation.reason, "user_requested");
   assert.equal(a.state.conversation.status, "escalated");
 });
+
+test("a did-you-mean question, answered by picking a candidate", async () => {
+  const a = agent(demo.base, "web-choice");
+  a.addMessage({ id: "m1", role: "user", content: "我明天要去上海" });
+  const first = checked(await run(a));
+  assert.equal(first.finished.outcome.type, "interrupt");
+  const [choice] = a.pendingInterrupts;
+  assert.ok(choice.responseSchema.properties.intent.enum.includes("weather_agent"));
+  assert.equal(a.state.conversation.status, "awaiting_choice");
+  assert.equal(a.state.conversation.choice.choice_id, choice.id);
+  const resume = buildResumeArray(a.pendingInterrupts, { [choice.id]: { status: "resolved", payload: { intent: "weather_agent" } } });
+  const second = checked(await run(a, { resume }));
+  assert.equal(second.finished.outcome.type, "success");
+  assert.deepEqual(types(second.wire, "SUBAGENT_STARTED").map((e) => e.name), ["weather_agent"]);
+  assert.equal(a.state.conversation.choice, null);
+});
