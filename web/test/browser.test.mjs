@@ -24,9 +24,9 @@ after(async () => {
   await demo?.stop();
 });
 
-/** A fresh page in Chinese on the chat; page errors fail the test. */
-async function chat() {
-  const context = await browser.newContext({ locale: "zh-CN", viewport: { width: 1100, height: 900 } });
+/** A fresh page on the chat (Chinese unless `locale` says otherwise); page errors fail the test. */
+async function chat(locale = "zh-CN") {
+  const context = await browser.newContext({ locale, viewport: { width: 1100, height: 900 } });
   const page = await context.newPage();
   page.setDefaultTimeout(TIMEOUT);
   const errors = [];
@@ -115,6 +115,20 @@ test("a did-you-mean question is a choice among the candidates; picking one runs
   const picked = await answer(page);
   await picked.locator("section.subagent .badge.done").waitFor();
   assert.match(await picked.locator(".bubble.answer").innerText(), /上海/);
+  assert.deepEqual(page.errors, []);
+});
+
+test("an English browser gets the English UI, and the button switches to Chinese", async () => {
+  const page = await chat("en-US");
+  await page.getByLabel("What do you need?").fill("book a hotel");
+  await page.getByRole("button", { name: "Send" }).click();
+  const turn = await answer(page);
+  const form = turn.locator("form.interrupt");
+  assert.match(await form.innerText(), /A few more details/);
+  assert.equal(await form.getByRole("button", { name: "Submit" }).count(), 1);
+  await page.screenshot({ path: join(shots, "english.png"), fullPage: true });
+  await page.getByRole("button", { name: "Switch to Chinese" }).click();
+  assert.equal(await page.getByRole("button", { name: "发送" }).count(), 1);
   assert.deepEqual(page.errors, []);
 });
 
