@@ -180,7 +180,7 @@ function escalationCard(card: any): HTMLElement {
   const dl = el("dl");
   const turns = Array.isArray(card.last_turns) ? card.last_turns.length : 0;
   const rows: [string, string][] = [
-    [t("escalationReason"), t(`reason_${card.reason}`)],
+    [t("escalationReason"), t(`reason_${card.reason}`) === `reason_${card.reason}` ? String(card.reason) : t(`reason_${card.reason}`)],
     [t("escalationSummary"), card.summary ?? ""],
     [t("escalationSeen"), t("escalationTurns", { n: turns })],
   ];
