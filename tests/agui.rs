@@ -434,3 +434,251 @@ async fn a_did_you_mean_question_is_an_enum_interrupt_and_resume_picks() {
     assert_eq!(app.calls("weather_agent").len(), 1);
     assert_eq!(app.calls("weather_agent")[0].body["inputs"]["city"], "上海");
 }
+
+/// The events attributed to a sub-agent run (`subagentRunId`), by type.
+fn of_subagent<'a>(events: &'a [Value], run: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["subagentRunId"] == run).collect()
+}
+
+/// Positions of the first event of `kind` for sub-agent run `run`.
+fn position(events: &[Value], kind: &str, run: &str) -> usize {
+    events
+        .iter()
+        .position(|e| e["type"] == kind && e["subagentRunId"] == run)
+        .unwrap_or_else(|| panic!("no {kind} for {run}"))
+}
+
+/// The plan activity as a client has it after the run: the snapshot with every delta applied, in
+/// order; and the statuses each sub-task went through.
+fn applied_plan(events: &[Value]) -> (Value, std::collections::BTreeMap<String, Vec<String>>) {
+    let snap = events.iter().position(|e| e["type"] == "ACTIVITY_SNAPSHOT").expect("a plan activity");
+    let mut plan = events[snap]["content"].clone();
+    let mut statuses = std::collections::BTreeMap::<String, Vec<String>>::new();
+    for t in plan["sub_tasks"].as_array().unwrap() {
+        statuses.entry(t["task_id"].as_str().unwrap().into()).or_default().push(t["status"].as_str().unwrap().into());
+    }
+    assert!(!events[..snap].iter().any(|e| e["type"] == "ACTIVITY_DELTA"), "deltas follow the snapshot");
+    for e in events[snap..].iter().filter(|e| e["type"] == "ACTIVITY_DELTA") {
+        assert_eq!((&e["messageId"], &e["activityType"]), (&events[snap]["messageId"], &json!("PLAN")));
+        let patch: json_patch::Patch = serde_json::from_value(e["patch"].clone()).unwrap();
+        json_patch::patch(&mut plan, &patch).unwrap_or_else(|err| panic!("{err}: {e}"));
+        for t in plan["sub_tasks"].as_array().unwrap() {
+            let seen = statuses.get_mut(t["task_id"].as_str().unwrap()).unwrap();
+            if seen.last().map(String::as_str) != t["status"].as_str() {
+                seen.push(t["status"].as_str().unwrap().into());
+            }
+        }
+    }
+    (plan, statuses)
+}
+
+/// The state document after the run's `STATE_SNAPSHOT` and `STATE_DELTA`s.
+fn applied_state(events: &[Value]) -> Value {
+    assert_eq!(events[1]["type"], "STATE_SNAPSHOT", "the state follows RUN_STARTED");
+    let mut state = events[1]["snapshot"].clone();
+    for e in events.iter().filter(|e| e["type"] == "STATE_DELTA") {
+        let patch: json_patch::Patch = serde_json::from_value(e["delta"].clone()).unwrap();
+        json_patch::patch(&mut state, &patch).unwrap();
+    }
+    state
+}
+
+#[tokio::test]
+async fn each_dispatched_sub_task_is_a_sub_agent_run_and_the_plan_activity_follows_it() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let events = run(
+        &app,
+        json!({ "threadId": "agui-sub-1", "runId": "r1",
+                "messages": [{ "id": "m1", "role": "user", "content": "帮我查一下航班CA1234，然后安排白云机场接机" }] }),
+    )
+    .await;
+    check_run(&events);
+    let started: Vec<&Value> = events.iter().filter(|e| e["type"] == "SUBAGENT_STARTED").collect();
+    let names: Vec<&str> = started.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["flight_agent", "pickup_agent"]);
+    let plan = &events.iter().find(|e| e["type"] == "ACTIVITY_SNAPSHOT").unwrap()["content"];
+    for (s, task) in started.iter().zip(plan["sub_tasks"].as_array().unwrap()) {
+        let run = s["subagentRunId"].as_str().unwrap();
+        assert_eq!(run, task["task_id"], "the run id is the task id");
+        assert_eq!(s["description"], task["description"]);
+        // Its text message carries the run id on every event, inside the run.
+        let text = of_subagent(&events, run);
+        assert!(text.iter().any(|e| e["type"] == "TEXT_MESSAGE_CONTENT" && e["messageId"] == run), "{text:#?}");
+        assert!(text
+            .iter()
+            .filter(|e| e["type"].as_str().unwrap().starts_with("TEXT_"))
+            .all(|e| e["messageId"] == run));
+        let finished = position(&events, "SUBAGENT_FINISHED", run);
+        assert_eq!(events[finished]["outcome"]["type"], "success");
+        assert!(events[finished]["result"].is_object(), "the sub-task's output");
+        assert!(position(&events, "SUBAGENT_STARTED", run) < position(&events, "TEXT_MESSAGE_END", run));
+        assert!(position(&events, "TEXT_MESSAGE_END", run) < finished);
+    }
+    // The pickup waits for the flight: its run starts after the flight's ended.
+    let (flight, pickup) =
+        (started[0]["subagentRunId"].as_str().unwrap(), started[1]["subagentRunId"].as_str().unwrap());
+    assert!(position(&events, "SUBAGENT_FINISHED", flight) < position(&events, "SUBAGENT_STARTED", pickup));
+    // The deltas take the plan through every status to the final plan of the run.
+    let (applied, statuses) = applied_plan(&events);
+    for seen in statuses.values() {
+        assert_eq!(seen, &["pending", "running", "done"]);
+    }
+    assert_eq!(applied["sub_tasks"][1]["output"]["airport"], "白云机场");
+    assert!(applied["sub_tasks"][1]["inputs"]["arrival_time"].is_string(), "filled from the flight's output");
+    // The stages' thinking texts are reasoning messages, within spans that close with their step.
+    let reasoning: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "REASONING_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasoning.first(), Some(&"正在理解您的需求…"), "{reasoning:?}");
+    assert!(reasoning.iter().any(|r| r.contains("查询航班")), "the plan's message: {reasoning:?}");
+    let mut span = None;
+    for e in &events {
+        match e["type"].as_str().unwrap() {
+            "REASONING_START" => span = Some(e["messageId"].clone()),
+            "REASONING_END" => assert_eq!(span.take().as_ref(), Some(&e["messageId"])),
+            "REASONING_MESSAGE_START" => assert!(span.is_some() && e["role"] == "reasoning"),
+            "STEP_FINISHED" => assert!(span.is_none(), "reasoning ends with its step: {e}"),
+            "TEXT_MESSAGE_START" if e["messageId"] == "answer_r1" => assert!(span.is_none(), "and before the answer"),
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn parallel_sub_agents_are_attributed_to_their_own_runs() {
+    let mut options = std::collections::HashMap::new();
+    options.insert("weather_agent", switchboard_demo::SampleOptions { delay: std::time::Duration::from_millis(300) });
+    options.insert("exchange_agent", switchboard_demo::SampleOptions { delay: std::time::Duration::from_millis(300) });
+    let app = spawn_app_with(Setup { options, ..Default::default() }, |_| {}).await;
+    let events = run(
+        &app,
+        json!({ "threadId": "agui-sub-2", "runId": "r1",
+                "messages": [{ "id": "m1", "role": "user", "content": "查一下上海的天气，再把1000美元兑换成人民币" }] }),
+    )
+    .await;
+    check_run(&events);
+    let runs: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "SUBAGENT_STARTED")
+        .map(|e| e["subagentRunId"].as_str().unwrap())
+        .collect();
+    assert_eq!(runs.len(), 2);
+    // Both run at once: each starts before the other finishes.
+    assert!(position(&events, "SUBAGENT_STARTED", runs[1]) < position(&events, "SUBAGENT_FINISHED", runs[0]));
+    for run in &runs {
+        let (start, end) = (position(&events, "SUBAGENT_STARTED", run), position(&events, "SUBAGENT_FINISHED", run));
+        // Everything attributed to a run lies within it, and every event of its message is attributed.
+        for (i, e) in events.iter().enumerate() {
+            if e["subagentRunId"] == *run {
+                assert!(start <= i && i <= end, "{e} outside its run");
+            }
+            if e["messageId"] == *run && e["type"].as_str().unwrap().starts_with("TEXT_") {
+                assert_eq!(e["subagentRunId"], *run, "{e}");
+            }
+        }
+    }
+    let (_, statuses) = applied_plan(&events);
+    assert!(statuses.values().all(|s| s == &["pending", "running", "done"]), "{statuses:?}");
+}
+
+#[tokio::test]
+async fn a_failed_sub_agent_is_a_sub_agent_error_and_the_run_goes_on() {
+    // Nothing listens on the weather agent's port.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let app = spawn_app_with(Setup::default(), move |c| {
+        let agent = c["agents"].as_array_mut().unwrap().iter_mut().find(|a| a["id"] == "weather_agent").unwrap();
+        agent["endpoint"]["url"] = json!(format!("http://127.0.0.1:{port}/invoke"));
+        agent["endpoint"]["retries"] = json!(0);
+    })
+    .await;
+    let events = run(
+        &app,
+        json!({ "threadId": "agui-sub-3", "runId": "r1",
+                "messages": [{ "id": "m1", "role": "user", "content": "查一下上海的天气，再把1000美元兑换成人民币" }] }),
+    )
+    .await;
+    check_run(&events);
+    let weather = events.iter().find(|e| e["type"] == "SUBAGENT_STARTED" && e["name"] == "weather_agent").unwrap();
+    let run_id = weather["subagentRunId"].as_str().unwrap();
+    let error = &events[position(&events, "SUBAGENT_ERROR", run_id)];
+    assert!(error["code"].is_string() && !error["message"].as_str().unwrap().is_empty(), "{error}");
+    assert!(!events.iter().any(|e| e["type"] == "SUBAGENT_FINISHED" && e["subagentRunId"] == run_id));
+    let (plan, statuses) = applied_plan(&events);
+    assert_eq!(statuses[run_id], ["pending", "running", "failed"]);
+    let failed = plan["sub_tasks"].as_array().unwrap().iter().find(|t| t["task_id"] == run_id).unwrap();
+    assert!(failed["reason"].is_string(), "the final plan's reason: {failed}");
+    assert_eq!(events.last().unwrap()["outcome"]["type"], "success");
+    assert!(events.iter().any(|e| e["type"] == "SUBAGENT_FINISHED"), "the exchange agent finished");
+}
+
+#[tokio::test]
+async fn the_state_shows_the_pending_clarification_and_the_remembered_slots() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let first = run(
+        &app,
+        json!({ "threadId": "agui-state", "runId": "r1", "state": { "theme": "dark" },
+                "messages": [{ "id": "m1", "role": "user", "content": "帮我订个酒店" }] }),
+    )
+    .await;
+    check_run(&first);
+    assert_eq!(
+        first[1]["snapshot"],
+        json!({ "theme": "dark", "conversation": { "status": "idle", "slots": {}, "pending": null, "choice": null } })
+    );
+    let delta = first.iter().position(|e| e["type"] == "STATE_DELTA").expect("the turn changed the state");
+    assert_eq!(delta, first.len() - 2, "the delta comes right before RUN_FINISHED");
+    let state = applied_state(&first);
+    assert_eq!(state["theme"], "dark", "the frontend's own keys are kept");
+    let conv = &state["conversation"];
+    assert_eq!(conv["status"], "awaiting_input");
+    let interrupt = &first.last().unwrap()["outcome"]["interrupts"][0];
+    assert_eq!(conv["pending"]["keys"], json!(["city", "check_in_date"]));
+    assert_eq!(conv["pending"]["expires_at"], interrupt["expiresAt"], "one expiry");
+    assert_eq!(conv["pending"]["tasks"][0]["task_id"], interrupt["id"]);
+    let components: Vec<&str> = conv["pending"]["widgets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["descriptor"]["component"].as_str().unwrap())
+        .collect();
+    assert_eq!(components, ["CityPicker", "DatePicker"]);
+
+    // The client sends its state back (as HttpAgent does); the next run starts from the stored one.
+    let second = run(
+        &app,
+        json!({ "threadId": "agui-state", "runId": "r2", "state": state, "messages": [],
+                "resume": [{ "interruptId": interrupt["id"], "status": "resolved",
+                             "payload": { "city": "北京", "check_in_date": "2026-12-01" } }] }),
+    )
+    .await;
+    check_run(&second);
+    assert_eq!(second[1]["snapshot"], state, "the snapshot is the state the last run ended with");
+    let after = applied_state(&second);
+    assert_eq!(after["conversation"]["status"], "idle");
+    assert!(after["conversation"]["pending"].is_null());
+    assert_eq!(after["conversation"]["slots"]["city"], "北京");
+    assert_eq!(after["theme"], "dark");
+}
+
+#[tokio::test]
+async fn an_a2a_question_suspends_its_sub_agent_run() {
+    use crate::a2a_peer::TrainAgent;
+    let peer = TrainAgent::spawn().await;
+    let entry = peer.config_entry();
+    let app = spawn_app_with(Setup::default(), move |c| c["agents"].as_array_mut().unwrap().push(entry)).await;
+    let events = run(
+        &app,
+        json!({ "threadId": "agui-train-2", "runId": "r1", "messages": [{ "id": "m1", "role": "user", "content": "帮我订一张火车票" }] }),
+    )
+    .await;
+    check_run(&events);
+    let interrupt = &events.last().unwrap()["outcome"]["interrupts"][0];
+    let run_id = interrupt["id"].as_str().unwrap();
+    assert_eq!(interrupt["subagentRunId"], run_id, "the interrupt is the sub-agent's");
+    let finished = &events[position(&events, "SUBAGENT_FINISHED", run_id)];
+    assert_eq!(finished["outcome"], json!({ "type": "suspended", "interruptIds": [run_id] }));
+    let (_, statuses) = applied_plan(&events);
+    assert_eq!(statuses[run_id], ["pending", "running", "blocked"]);
+}

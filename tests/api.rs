@@ -235,3 +235,24 @@ async fn the_bearer_scheme_is_case_insensitive() {
         assert_eq!(resp.status(), status, "{value:?}");
     }
 }
+
+#[tokio::test]
+async fn the_web_frontend_is_served_from_the_binary() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let get = |path: &str| app.client.get(format!("{}{path}", app.base)).send();
+    for (path, kind, needle) in [
+        ("/", "text/html", "/web/app.js"),
+        ("/ops", "text/html", "/web/ops.js"),
+        ("/web/app.js", "text/javascript", "/v1/ag-ui"),
+        ("/web/style.css", "text/css", ".subagent"),
+    ] {
+        let resp = get(path).await.unwrap();
+        assert_eq!(resp.status(), 200, "{path}");
+        let ct = resp.headers()["content-type"].to_str().unwrap().to_string();
+        assert!(ct.starts_with(kind), "{path}: {ct}");
+        assert!(resp.text().await.unwrap().contains(needle), "{path} is the committed bundle");
+    }
+    let missing = get("/web/nope.js").await.unwrap();
+    assert_eq!(missing.status(), 404);
+    assert_eq!(missing.json::<Value>().await.unwrap()["error"]["code"], "not_found");
+}

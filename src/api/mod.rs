@@ -9,6 +9,7 @@ pub mod chat;
 pub mod error;
 pub mod identity;
 pub mod limits;
+pub mod web;
 pub mod wire;
 
 use std::sync::Arc;
@@ -65,6 +66,9 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(|| async { Json(json!({ "status": "ok" })) }))
         .route("/metrics", get(metrics))
         .route("/readyz", get(readyz))
+        .route("/", get(web::index))
+        .route("/ops", get(web::ops))
+        .route("/web/{name}", get(web::asset))
         .fallback(|| async { ApiError::NotFound("no such endpoint".into()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))

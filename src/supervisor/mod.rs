@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use serde_json::{json, Map, Value};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
 use crate::events::{EventSink, Stage, StageEvent};
@@ -26,7 +26,7 @@ use crate::executor::Executor;
 use crate::llm::{LlmPlanner, LlmSettings};
 use crate::planner::{Lang, SubTask};
 use crate::registry::{Registry, RegistryHandle};
-use crate::session::{session_id, HistoryEntry, SessionStore, StoreError};
+use crate::session::{session_id, HistoryEntry, Session, SessionStore, StoreError};
 
 /// One user turn, as validated by the API.
 #[derive(Debug, Clone)]
@@ -88,6 +88,10 @@ pub struct TurnStream {
     pub trace_id: String,
     /// The turn's events, ending with one `done`.
     pub events: mpsc::UnboundedReceiver<StageEvent>,
+    /// The session as saved at the end of the turn (after the `done` event): for adapters that
+    /// show the conversation's state (AG-UI's `STATE_DELTA`). Closed without a value when the
+    /// turn saved nothing (a busy thread, a store failure). Dropping it costs the turn nothing.
+    pub saved: oneshot::Receiver<Session>,
 }
 
 impl Supervisor {
@@ -124,6 +128,7 @@ impl Supervisor {
         let trace_id = req.trace_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
         let (sink, events) = EventSink::new(&session_id, &thread_id);
         let sink = sink.traced(&trace_id);
+        let (saved_tx, saved) = oneshot::channel();
         let this = self.clone();
         let this_texts = self.registry.load();
         let tid = thread_id.clone();
@@ -135,7 +140,7 @@ impl Supervisor {
             let inner = tokio::spawn(
                 {
                     let sink = sink.clone();
-                    async move { this.run_turn(req, tid, sink).await }
+                    async move { this.run_turn(req, tid, sink, saved_tx).await }
                 }
                 .instrument(span),
             );
@@ -148,10 +153,10 @@ impl Supervisor {
             }
             crate::metrics::request(sink.done_stage().map_or("error", Stage::as_str));
         });
-        TurnStream { thread_id, session_id, trace_id, events }
+        TurnStream { thread_id, session_id, trace_id, events, saved }
     }
 
-    async fn run_turn(&self, req: TurnRequest, thread_id: String, sink: EventSink) {
+    async fn run_turn(&self, req: TurnRequest, thread_id: String, sink: EventSink, saved: oneshot::Sender<Session>) {
         let registry = self.registry.load();
         let lang = Lang::detect(&req.query);
         // The turn's deadline counts from its arrival: waiting for the thread's lock uses it up.
@@ -197,11 +202,17 @@ impl Supervisor {
             interrupted,
         };
         guard.session.push_turn(turn, registry.settings.memory_max_history as usize);
+        // A copy for whoever watches the saved state (nobody, mostly: then no copy is made).
+        let copy = (!saved.is_closed()).then(|| guard.session.clone());
         let started = std::time::Instant::now();
-        let saved = guard.save().await;
+        let result = guard.save().await;
         crate::metrics::stage("session_save", started.elapsed());
-        if let Err(e) = saved {
-            tracing::error!(error = %e, thread = %thread_id, "session save failed");
+        match (result, copy) {
+            (Err(e), _) => tracing::error!(error = %e, thread = %thread_id, "session save failed"),
+            (Ok(()), Some(session)) => {
+                let _ = saved.send(session);
+            }
+            (Ok(()), None) => {}
         }
     }
 
