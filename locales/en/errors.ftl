@@ -3,17 +3,20 @@
 
 ## Why a sub-task failed: one message per DispatchError::code() (dispatch-<code>)
 
+# Four kinds, each with what the user can do: unavailable (retry later), timed out (retry
+# later), a bad answer (rephrase or ask for a human), refused (rephrase or ask for a human).
 -dispatch-unusable = the service returned an unusable result
-dispatch-connect = the service could not be reached
-dispatch-disconnected = the connection to the service was lost
-dispatch-timeout = the service did not answer in time
-dispatch-status = { -dispatch-unusable }
-dispatch-protocol = { -dispatch-unusable }
-dispatch-too-large = { -dispatch-unusable }
-dispatch-output-rejected = { -dispatch-unusable }
-dispatch-agent-error = the service reported a failure
-dispatch-invalid-inputs = some details were not in a usable form
-dispatch-circuit-open = the service is temporarily unavailable, please try again later
+-dispatch-bad-answer = { -dispatch-unusable } (its answer did not match what it promises); you can rephrase and try again, or ask for a human agent
+dispatch-connect = the service could not be reached (it is unavailable); please try again later
+dispatch-disconnected = the connection to the service was lost; please try again later
+dispatch-timeout = the service did not answer in time; please try again later
+dispatch-status = { -dispatch-unusable } (it is unavailable right now); please try again later, or ask for a human agent if it keeps failing
+dispatch-protocol = { -dispatch-bad-answer }
+dispatch-too-large = { -dispatch-bad-answer }
+dispatch-output-rejected = { -dispatch-bad-answer }
+dispatch-agent-error = the service reported a failure (it refused the request); you can rephrase and try again, or ask for a human agent
+dispatch-invalid-inputs = some details were not in a usable form; please check them and give them again
+dispatch-circuit-open = the service is temporarily unavailable; please try again later, or ask for a human agent
 dispatch-deadline = it took too long
 dispatch-input-required = more details are needed from you
 # Not run because a sub-task it depends on failed.

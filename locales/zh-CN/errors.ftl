@@ -3,17 +3,20 @@
 
 ## Why a sub-task failed: one message per DispatchError::code() (dispatch-<code>)
 
+# Four kinds, each with what the user can do: unavailable (retry later), timed out (retry
+# later), a bad answer (rephrase or ask for a human), refused (rephrase or ask for a human).
 -dispatch-unusable = 服务返回了无法使用的结果
-dispatch-connect = 服务暂时无法连接
-dispatch-disconnected = 与服务的连接中断
-dispatch-timeout = 服务响应超时
-dispatch-status = { -dispatch-unusable }
-dispatch-protocol = { -dispatch-unusable }
-dispatch-too-large = { -dispatch-unusable }
-dispatch-output-rejected = { -dispatch-unusable }
-dispatch-agent-error = 服务处理失败
-dispatch-invalid-inputs = 提供的信息格式不正确
-dispatch-circuit-open = 服务暂时不可用，请稍后再试
+-dispatch-bad-answer = { -dispatch-unusable }（答复不符合约定，已放弃使用），您可以换个说法再试，或回复“转人工”
+dispatch-connect = 服务暂时无法连接（服务不可用），请稍后再试
+dispatch-disconnected = 与服务的连接中断，请稍后再试
+dispatch-timeout = 服务响应超时，请稍后再试
+dispatch-status = { -dispatch-unusable }（服务暂时不可用），请稍后再试；如果一直不行，可以回复“转人工”
+dispatch-protocol = { -dispatch-bad-answer }
+dispatch-too-large = { -dispatch-bad-answer }
+dispatch-output-rejected = { -dispatch-bad-answer }
+dispatch-agent-error = 服务处理失败（服务拒绝了这个请求），您可以换个说法再试，或回复“转人工”
+dispatch-invalid-inputs = 提供的信息格式不正确，请检查后重新提供
+dispatch-circuit-open = 服务暂时不可用，请稍后再试；也可以回复“转人工”
 dispatch-deadline = 处理超时
 dispatch-input-required = 还需要您补充信息
 # Not run because a sub-task it depends on failed.

@@ -173,7 +173,17 @@ mod tests {
             assert_eq!(e.text_id(), format!("dispatch-{}", e.code().replace('_', "-")));
             assert!(texts.has(e.text_id()), "{}", e.text_id());
         }
-        assert_eq!(all[0].user_reason(&texts, Lang::En), "the service could not be reached");
-        assert_eq!(all[3].user_reason(&texts, Lang::Zh), "服务返回了无法使用的结果");
+        assert!(all[0].user_reason(&texts, Lang::En).starts_with("the service could not be reached"));
+        assert!(all[3].user_reason(&texts, Lang::Zh).starts_with("服务返回了无法使用的结果"));
+        // Unavailable, timed out, a bad answer and a refusal read differently, each with a next
+        // step for the user.
+        for lang in [Lang::Zh, Lang::En] {
+            let kinds = [&all[3], &all[2], &all[7], &all[6]].map(|e| e.user_reason(&texts, lang));
+            for (i, a) in kinds.iter().enumerate() {
+                assert!(kinds[i + 1..].iter().all(|b| a != b), "{kinds:?}");
+                let next = ["稍后", "换个说法", "转人工", "try again", "rephrase", "human"];
+                assert!(next.iter().any(|n| a.contains(n)), "no next step in {a:?}");
+            }
+        }
     }
 }
