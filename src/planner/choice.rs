@@ -74,7 +74,8 @@ pub fn offered(registry: &Registry, candidates: &[String]) -> Vec<ChoiceCandidat
 /// Which candidate the user's answer picks, if any: the `intent` slot naming a candidate; an
 /// ordinal ("第二个", "2", "the first one", "last"); a short yes ("是", "ok": the `affirm` word
 /// list) when one candidate was offered; a candidate's name in the text; else, with
-/// `by_evidence`, the candidate the answer's own recognition scores best (not negated).
+/// `by_evidence`, the candidate the answer's own recognition scores best (not negated), when it
+/// scores strictly better than the other candidates.
 pub fn pick(
     registry: &Registry,
     text: &str,
@@ -107,13 +108,17 @@ pub fn pick(
     if !by_evidence {
         return None;
     }
-    recognition
+    let mut scored = recognition
         .candidates
         .iter()
-        .filter(|s| candidates.contains(&s.id))
-        .filter(|s| !s.evidence.iter().any(|e| matches!(e, Evidence::Negated { .. })))
-        .find(|s| s.raw > 0.0)
-        .map(|s| s.id.clone())
+        .filter(|s| candidates.contains(&s.id) && s.raw > 0.0)
+        .filter(|s| !s.evidence.iter().any(|e| matches!(e, Evidence::Negated { .. })));
+    // Only a clear winner: a value that fits several candidates equally ("北京") picks none.
+    match (scored.next(), scored.next()) {
+        (Some(best), Some(next)) if next.raw >= best.raw => None,
+        (Some(best), _) => Some(best.id.clone()),
+        _ => None,
+    }
 }
 
 /// The 0-based position an answer names among `n` offered candidates: "第一个" / "第2项" /

@@ -175,6 +175,7 @@ fn a_vague_request_asks_which_capability_was_meant() {
         ("我要转人工", &ctx, "escalate:UserRequested".into()),
         ("帮我查一下航班CA1234", &ctx, "Fresh:flight_agent".into()),
         ("嗯？", &ctx, format!("choose:{}", candidates.join("|"))),
+        ("北京", &ctx, format!("choose:{}", candidates.join("|"))),
     ];
     for (query, ctx, want) in cases {
         let turn = decide(&reg, query, ctx);
