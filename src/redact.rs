@@ -57,7 +57,7 @@ fn forms(value: &str) -> Vec<String> {
 }
 
 /// How `value` reads inside a JSON string when that differs from the value: escaped as serde and
-/// most encoders write it, with `/` escaped too (`\/`), with every non-ASCII character as `\uXXXX`
+/// most encoders write it, with `/` escaped too (`\/`), with every non-ASCII character as `\u` and four hex digits
 /// (Python's default), and each of those escaped once more (a JSON document logged as a string).
 fn json_escaped(value: &str) -> Vec<String> {
     let once = |v: &str| -> Vec<String> {

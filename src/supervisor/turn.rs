@@ -157,9 +157,9 @@ impl Supervisor {
             Round::Ask(n) => n,
             Round::Exhausted => {
                 session.conversation = conv;
-                let args = [("query", question.query.as_str().into())];
-                let summary = t.registry.texts().get(t.lang, "escalation-summary", &args);
-                return self.escalate(t, session, EscalationReason::ClarificationRoundsExhausted, summary, None, None);
+                let reason = EscalationReason::ClarificationRoundsExhausted;
+                let summary = summarize::escalation_summary(t.registry.texts(), reason, &question.query, t.lang);
+                return self.escalate(t, session, reason, summary, None, None);
             }
         };
         let id = format!("choice_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
