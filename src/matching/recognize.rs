@@ -505,11 +505,7 @@ impl Recognizer {
         // Raw scores, negation, selection.
         let mut out: Vec<ClauseScore> =
             acc.into_iter().map(|(card, a)| self.card_score(&at, cues, card, a, unknown_topic)).collect();
-        let best = out.iter().filter(|c| c.negated.is_none()).map(|c| c.raw).fold(0.0, f32::max);
-        for c in &mut out {
-            let conf = confidence(c.raw);
-            c.selected = c.negated.is_none() && (c.keyword || (conf >= SELECT && c.raw >= RIVAL * best));
-        }
+        select(&mut out);
         out
     }
 
@@ -533,7 +529,7 @@ impl Recognizer {
                     a.entity += w;
                     a.entity_keys.push(key.clone());
                     a.evidence_entity.push(Evidence::Entity { key: key.clone(), value: value.clone() });
-                    a.spans.push((clause.start + s, w));
+                    a.spans.push((clause.start + s, clause.start + e, w));
                 }
             }
         }
@@ -596,7 +592,7 @@ impl Recognizer {
             let overlaps = counted.iter().any(|&(cs, ce)| s < ce && e > cs);
             let c = if overlaps { c * OVERLAP } else { c };
             a.terms += c;
-            a.spans.push((s, c));
+            a.spans.push((s, e, c));
             counted.push((s, e));
         }
         if unknown_topic && !a.topical && !a.keyword {
@@ -622,7 +618,8 @@ impl Recognizer {
         evidence.extend(terms_evidence(&a.term_list));
         evidence.extend(a.evidence_entity.iter().cloned());
         let first = a.spans.iter().map(|s| s.0).min().unwrap_or(at.clause.start);
-        ClauseScore { card, raw, keyword: a.keyword, negated, evidence, offset: first, selected: false }
+        let spans = a.spans.iter().map(|&(s, e, w)| (s, e, w)).collect();
+        ClauseScore { card, raw, keyword: a.keyword, negated, evidence, offset: first, selected: false, spans }
     }
 }
 
@@ -866,13 +863,13 @@ struct ClauseAt<'a> {
 
 /// Keyword evidence: the keyword hits starting in the clause.
 fn keyword_evidence(clause: Clause, keyword_hits: &[(u32, usize, usize, String)], acc: &mut HashMap<u32, Acc>) {
-    for (card, s, _e, term) in keyword_hits.iter().filter(|h| h.1 >= clause.start && h.1 < clause.end) {
+    for (card, s, e, term) in keyword_hits.iter().filter(|h| h.1 >= clause.start && h.1 < clause.end) {
         let a = acc.entry(*card).or_default();
         if !a.keyword {
             a.keyword = true;
             a.evidence_kw.push(Evidence::Keyword { term: term.clone() });
         }
-        a.spans.push((*s, W_KEYWORD));
+        a.spans.push((*s, *e, W_KEYWORD));
     }
 }
 
@@ -943,13 +940,13 @@ impl SlotSpans {
 fn negation(at: &ClauseAt<'_>, cues: &[Cue], info: &Card, a: &Acc) -> Option<String> {
     let (norm, clause) = (at.norm, at.clause);
     let mut negated = None;
-    let total: f32 = a.spans.iter().map(|s| s.1).sum();
+    let total: f32 = a.spans.iter().map(|s| s.2).sum();
     for cue in cues.iter().filter(|c| (clause.start..clause.end).contains(&norm.orig(c.start))) {
         if info.own_text.contains(cue.text.as_str()) {
             continue;
         }
         let (s, e) = (norm.orig(cue.scope.0), norm.orig(cue.scope.1).min(clause.end));
-        let inside: f32 = a.spans.iter().filter(|(p, _)| *p >= s && *p < e).map(|x| x.1).sum();
+        let inside: f32 = a.spans.iter().filter(|(p, _, _)| *p >= s && *p < e).map(|x| x.2).sum();
         if total > 0.0 && inside > 0.5 * total {
             negated = Some(cue.text.clone());
         }
@@ -1042,8 +1039,9 @@ struct Acc {
     entity: f32,
     entity_keys: Vec<String>,
     examples: HashMap<u16, f32>,
-    /// (byte offset, weight) of every piece of evidence, for negation scope and order.
-    spans: Vec<(usize, f32)>,
+    /// (start, end, weight) of every piece of evidence (query byte offsets), for negation scope,
+    /// order and explaining away.
+    spans: Vec<(usize, usize, f32)>,
     term_list: Vec<(f32, String, Field)>,
     /// (contribution, span) of each shared term, summed with overlap discount at the end.
     contributions: Vec<(f32, usize, usize)>,
@@ -1067,6 +1065,30 @@ struct ClauseScore {
     evidence: Vec<Evidence>,
     offset: usize,
     selected: bool,
+    /// (start, end, weight) of its evidence in the query.
+    spans: Vec<(usize, usize, f32)>,
+}
+
+/// Selection in one clause: cards found by keyword; then, best first, cards confident and close
+/// to the clause's best whose evidence is not explained away by a card already selected: a
+/// second card needs words of its own ("我的保险都保哪些情况" is about coverage; the 保险 it
+/// shares with a claims card does not also ask for a claim).
+fn select(out: &mut [ClauseScore]) {
+    let best = out.iter().filter(|c| c.negated.is_none()).map(|c| c.raw).fold(0.0, f32::max);
+    out.sort_by(|a, b| b.raw.partial_cmp(&a.raw).unwrap_or(std::cmp::Ordering::Equal).then(a.card.cmp(&b.card)));
+    let mut taken: Vec<(usize, usize)> = Vec::new();
+    for c in out.iter_mut().filter(|c| c.negated.is_none()) {
+        if c.keyword {
+            c.selected = true;
+        } else if confidence(c.raw) >= SELECT && c.raw >= RIVAL * best {
+            let shared: f32 =
+                c.spans.iter().filter(|&&(s, e, _)| taken.iter().any(|&(ts, te)| s < te && e > ts)).map(|x| x.2).sum();
+            c.selected = taken.is_empty() || confidence(c.raw - shared) >= SELECT;
+        }
+        if c.selected {
+            taken.extend(c.spans.iter().map(|&(s, e, _)| (s, e)));
+        }
+    }
 }
 
 #[derive(Default)]

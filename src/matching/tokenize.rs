@@ -521,10 +521,8 @@ fn compile_lexicon(text: &str) -> Lexicon {
         }
     }
     let (patterns, zh_concepts): (Vec<String>, Vec<Vec<u16>>) = zh.into_iter().unzip();
-    let zh = AhoCorasick::builder()
-        .match_kind(MatchKind::LeftmostLongest)
-        .build(&patterns)
-        .expect("the concept lexicon compiles");
+    let zh =
+        AhoCorasick::builder().match_kind(MatchKind::Standard).build(&patterns).expect("the concept lexicon compiles");
     Lexicon { zh, zh_concepts, en_words, en_phrases, names, generic }
 }
 
@@ -605,7 +603,10 @@ pub fn analyze_normalized(norm: &Normalized) -> Vec<Token> {
     for &(s, e) in &runs {
         let run = &text[s..e];
         for t in JIEBA.cut_for_search(run, false) {
-            if ZH_STOPS.contains(t.word) || t.word.chars().all(|c| STOP_CHARS.contains(c)) {
+            // A word made only of function and very common characters (不了, 什么时候, 家人) is
+            // no evidence of a capability.
+            let common = |c: char| STOP_CHARS.contains(c) || CHAR_STOP.contains(c);
+            if ZH_STOPS.contains(t.word) || t.word.chars().all(common) {
                 continue;
             }
             push(&mut out, t.word.to_string(), TokKind::Word, s + t.byte_start, s + t.byte_end);
@@ -635,10 +636,8 @@ pub fn analyze_normalized(norm: &Normalized) -> Vec<Token> {
     }
     // Concepts.
     let lex = &*LEXICON;
-    for m in lex.zh.find_iter(text) {
-        for &id in &lex.zh_concepts[m.pattern().as_usize()] {
-            push(&mut out, format!("#{}", lex.names[id as usize]), TokKind::Concept, m.start(), m.end());
-        }
+    for (s, e, id) in zh_concepts(lex, text) {
+        push(&mut out, format!("#{}", lex.names[id as usize]), TokKind::Concept, s, e);
     }
     for (k, w) in words.iter().enumerate() {
         if let Some(ids) = lex.en_words.get(&w.stem) {
@@ -659,6 +658,28 @@ pub fn analyze_normalized(norm: &Normalized) -> Vec<Token> {
         }
     }
     out
+}
+
+/// The lexicon's concepts found in the Chinese of `text`: `(start, end, concept)`. Matches may
+/// overlap ("什么时候到期" holds both 什么时候到 and 到期), but a match inside a longer one
+/// meaning the same concept is not counted again.
+fn zh_concepts(lex: &Lexicon, text: &str) -> Vec<(usize, usize, u16)> {
+    let mut found: Vec<(usize, usize, u16)> = Vec::new();
+    for m in lex.zh.find_overlapping_iter(text) {
+        for &id in &lex.zh_concepts[m.pattern().as_usize()] {
+            found.push((m.start(), m.end(), id));
+        }
+    }
+    // Longest first, so a contained match of the same concept meets its container.
+    found.sort_by(|a, b| (b.1 - b.0).cmp(&(a.1 - a.0)).then(a.0.cmp(&b.0)));
+    let mut kept: Vec<(usize, usize, u16)> = Vec::with_capacity(found.len());
+    for f in found {
+        if !kept.iter().any(|k| k.2 == f.2 && k.0 <= f.0 && f.1 <= k.1) {
+            kept.push(f);
+        }
+    }
+    kept.sort_by_key(|k| (k.0, k.1));
+    kept
 }
 
 #[cfg(test)]
