@@ -200,5 +200,8 @@ pub fn explain(registry: &Registry, query: &str) -> String {
         let names: Vec<String> = rec.uncertain.iter().map(|u| format!("{} ({:.2})", u.id, u.confidence)).collect();
         let _ = writeln!(out, "did you mean: {}", names.join(", "));
     }
+    if !rec.unhandled.is_empty() {
+        let _ = writeln!(out, "not covered by any card: {}", rec.unhandled.join(", "));
+    }
     out
 }

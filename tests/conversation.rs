@@ -364,3 +364,25 @@ async fn late_values_after_an_expiry_are_offered_to_restart_the_request() {
     assert_eq!(calls.len(), 1, "{events:#?}");
     assert_eq!(calls[0].body["inputs"]["city"], "北京");
 }
+
+/// Issue 17 item 7: a part of the request no card covers is named in the summary, not dropped.
+#[tokio::test]
+async fn parts_no_card_covers_are_named_in_the_summary() {
+    let app = spawn_app().await;
+    let events = app.ask("北京明天天气怎么样，再订一张去上海的火车票", None).await;
+    let answer = done(&events);
+    assert_eq!(app.calls("weather_agent").len(), 1);
+    let text = answer["content"].as_str().unwrap();
+    assert!(text.contains("以下请求我暂时无法处理") && text.contains("火车票"), "{text}");
+    assert_eq!(answer["metadata"]["state"]["plan"]["unhandled"], json!(["火车票"]));
+    let intent = &of_stage(&events, "intent_done")[0]["metadata"]["state"]["intent"];
+    assert!(intent["candidates"].is_array(), "{intent}");
+
+    let events = app.ask("What's the weather in Beijing tomorrow, and a train ticket to Shanghai", None).await;
+    let text = done(&events)["content"].as_str().unwrap().to_string();
+    assert!(text.contains("I can't help with") && text.contains("train ticket"), "{text}");
+    // Context that asks for nothing is not reported.
+    let events = app.ask("北京明天天气怎么样，我要去出差", None).await;
+    let text = done(&events)["content"].as_str().unwrap().to_string();
+    assert!(!text.contains("无法处理"), "{text}");
+}

@@ -8,6 +8,8 @@ summary-failed-header = Could not be done:
 # $task: the sub-task; $reason: one of the dispatch-* texts.
 summary-failed-item = - { $task }: { $reason }
 summary-unknown-reason = unknown reason
+# The parts of a request no capability covers follow, one list-item each.
+summary-unhandled-header = I can't help with these parts of your request:
 summary-needed-header = Still needed from you:
 # $examples: the example values, joined with summary-example-separator.
 summary-needed-hint = Just reply, for example: "{ $examples }", or fill in the form.

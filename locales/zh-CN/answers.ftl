@@ -8,6 +8,8 @@ summary-failed-header = 未能完成：
 # $task: the sub-task; $reason: one of the dispatch-* texts.
 summary-failed-item = - { $task }：{ $reason }
 summary-unknown-reason = 未知原因
+# The parts of a request no capability covers follow, one list-item each.
+summary-unhandled-header = 以下请求我暂时无法处理：
 summary-needed-header = 还需要您提供：
 # $examples: the example values, joined with summary-example-separator.
 summary-needed-hint = 您可以直接回复，例如：“{ $examples }”，或在表单中填写。

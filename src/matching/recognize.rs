@@ -200,6 +200,10 @@ pub struct Recognition {
     pub candidates: Vec<CardScore>,
     /// The clauses the query was split into.
     pub clauses: Vec<String>,
+    /// Parts of the request no card covers, as written (reported only when some card was
+    /// selected: a query with none is out of scope as a whole).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unhandled: Vec<String>,
 }
 
 impl Recognition {
@@ -370,12 +374,15 @@ impl Recognizer {
 
         let mut per_card: HashMap<u32, CardAgg> = HashMap::new();
         let mut any_selected = false;
+        let mut outcomes: Vec<ClauseOutcome> = Vec::with_capacity(clauses.len());
         for &(s, e) in &clauses {
             let clause = Clause { start: norm.orig(s), end: norm.orig(e) };
             let scored = self.score_clause(query, &norm, clause, &tokens, &keyword_hits, &cues);
             any_selected |= scored.iter().any(|c| c.selected);
+            outcomes.push(ClauseOutcome::of(clause, &scored));
             merge(&mut per_card, scored);
         }
+        let unhandled = if any_selected { self.unhandled(query, &norm, &outcomes, &tokens, &cues) } else { Vec::new() };
         if !any_selected && clauses.len() > 1 {
             // Evidence split across clauses ("somewhere to stay, in Chengdu"): the whole query.
             let whole = Clause { start: 0, end: query.len() };
@@ -414,7 +421,65 @@ impl Recognizer {
             uncertain,
             candidates,
             clauses: clauses.iter().map(|&(s, e)| query[norm.orig(s)..norm.orig(e)].trim().to_string()).collect(),
+            unhandled,
         }
+    }
+
+    /// The parts of a request no card covers, as written ("订酒店和火车票" with no train card:
+    /// `["火车票"]`): spans of topical lexicon concepts no card shares, not negated, either
+    /// coordinated (和 / 、 / and …) with a selected card's evidence in the same clause, or in a
+    /// clause of their own that asks for something (a generic action such as booking or price)
+    /// where no card was found.
+    fn unhandled(
+        &self,
+        query: &str,
+        norm: &Normalized,
+        outcomes: &[ClauseOutcome],
+        tokens: &[Token],
+        cues: &[Cue],
+    ) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for (k, o) in outcomes.iter().enumerate() {
+            let (cs, ce) = (o.clause.start, o.clause.end);
+            // The connective before the clause ("，再订" / " and "), and whether it joins the
+            // clause to a previous one that found a card.
+            let gap_start = if k == 0 { cs } else { outcomes[k - 1].clause.end };
+            let joined =
+                k > 0 && !outcomes[k - 1].selected.is_empty() && coordinated(query, (gap_start, gap_start), (cs, cs));
+            let in_clause = |t: &&Token| t.kind == TokKind::Concept && t.start >= cs && t.start < ce;
+            let negated = |t: &Token| {
+                cues.iter().any(|c| {
+                    (cs..ce).contains(&norm.orig(c.start))
+                        && t.start >= norm.orig(c.scope.0)
+                        && t.start < norm.orig(c.scope.1).min(ce)
+                })
+            };
+            let mut spans: Vec<(usize, usize)> = tokens
+                .iter()
+                .filter(in_clause)
+                .filter(|t| !self.idf.contains_key(&t.term) && !self.generic.contains(&t.term) && !negated(t))
+                .filter(|t| !o.selected.iter().any(|&(s, e)| t.start < e && t.end > s))
+                .map(|t| (t.start, t.end))
+                .collect();
+            let asks = joined
+                || tokens
+                    .iter()
+                    .filter(|t| t.kind == TokKind::Concept && t.start >= gap_start && t.start < ce)
+                    .any(|t| self.generic.contains(&t.term));
+            spans.retain(|&(s, e)| {
+                if o.selected.is_empty() {
+                    asks && !o.negated
+                } else {
+                    o.selected.iter().any(|&(ss, se)| coordinated(query, (s, e), (ss, se)))
+                }
+            });
+            for part in merge_spans(query, spans) {
+                if !out.contains(&part) {
+                    out.push(part);
+                }
+            }
+        }
+        out
     }
 
     fn keyword_hits(&self, query: &str, norm: &Normalized) -> Vec<(u32, usize, usize, String)> {
@@ -1091,6 +1156,52 @@ fn select(out: &mut [ClauseScore]) {
     }
 }
 
+/// What one clause selected: the evidence spans of its selected cards, and whether a card was
+/// negated in it.
+struct ClauseOutcome {
+    clause: Clause,
+    selected: Vec<(usize, usize)>,
+    negated: bool,
+}
+
+impl ClauseOutcome {
+    fn of(clause: Clause, scored: &[ClauseScore]) -> Self {
+        let selected =
+            scored.iter().filter(|c| c.selected).flat_map(|c| c.spans.iter().map(|&(s, e, _)| (s, e))).collect();
+        Self { clause, selected, negated: scored.iter().any(|c| c.negated.is_some()) }
+    }
+}
+
+/// Whether the text between two spans of a clause coordinates them (和 / 跟 / 与 / 及 / 、 /
+/// and / & / plus / as well as), with nothing but short filler besides.
+fn coordinated(query: &str, a: (usize, usize), b: (usize, usize)) -> bool {
+    static AND: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+        Regex::new(r"(?i)和|跟|与|及|、|还有|也要|\band\b|&|\bplus\b|\bas well as\b").expect("static regex")
+    });
+    let (s, e) = if a.1 <= b.0 {
+        (a.1, b.0)
+    } else if b.1 <= a.0 {
+        (b.1, a.0)
+    } else {
+        return false;
+    };
+    let between = &query[s..e];
+    between.chars().count() <= 12 && AND.is_match(between)
+}
+
+/// Overlapping or adjacent spans (only spaces between) merged, as the query's text.
+fn merge_spans(query: &str, mut spans: Vec<(usize, usize)>) -> Vec<String> {
+    spans.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::new();
+    for (s, e) in spans {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 || query[last.1..s].trim().is_empty() => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    merged.into_iter().map(|(s, e)| query[s..e].trim().to_string()).filter(|t| !t.is_empty()).collect()
+}
+
 #[derive(Default)]
 struct CardAgg {
     raw: f32,
@@ -1303,6 +1414,25 @@ mod tests {
         assert!(rec.candidates[0].evidence.iter().any(|e| matches!(e, Evidence::Negated { .. })));
         // A-not-A questions are not negations.
         assert_eq!(ids(&r.recognize("上海明天是不是要下雨，天气如何")), ["weather"]);
+    }
+
+    #[test]
+    fn parts_no_card_covers_are_named() {
+        let r = recognizer(CARDS);
+        let rec = r.recognize("订酒店和火车票");
+        assert_eq!(ids(&rec), ["hotel"]);
+        assert_eq!(rec.unhandled, ["火车票"]);
+        let rec = r.recognize("Book a hotel and a train ticket");
+        assert_eq!(ids(&rec), ["hotel"]);
+        assert_eq!(rec.unhandled, ["train ticket"]);
+        let rec = r.recognize("帮我订北京的酒店，再订一张去上海的火车票");
+        assert_eq!(ids(&rec), ["hotel"]);
+        assert_eq!(rec.unhandled, ["火车票"]);
+        // Context is not a request; a negated part is not one either; nothing found, nothing named.
+        for q in ["帮我订酒店，我明天要去上海出差", "不用订火车票了，帮我订酒店", "订火车票"]
+        {
+            assert!(r.recognize(q).unhandled.is_empty(), "{q}: {:?}", r.recognize(q).unhandled);
+        }
     }
 
     #[test]

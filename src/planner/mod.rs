@@ -226,7 +226,8 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
         let pending_agents: Vec<&str> = pending.iter().map(|t| t.assigned_agent.as_str()).collect();
         let names_other_agent = hits.iter().any(|(_, id)| !pending_agents.contains(&id.as_str()));
         if names_other_agent {
-            let plan = fresh_plan(registry, &hits, input.query, src, input.plan_id, lang);
+            let mut plan = fresh_plan(registry, &hits, input.query, src, input.plan_id, lang);
+            plan.0.unhandled = recognition.unhandled.clone();
             let reason = format!("intent switch to {}", result.agents.join(", "));
             return decide(result, &reason, Decision::Plan { plan: plan.0, found: plan.1, mode: PlanMode::Rerouted });
         }
@@ -250,7 +251,8 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
     }
 
     if !hits.is_empty() {
-        let (plan, found) = fresh_plan(registry, &hits, input.query, src, input.plan_id, lang);
+        let (mut plan, found) = fresh_plan(registry, &hits, input.query, src, input.plan_id, lang);
+        plan.unhandled = recognition.unhandled.clone();
         let reason = format!("recognized: {}", result.agents.join(", "));
         return decide(result, &reason, Decision::Plan { plan, found, mode: PlanMode::Fresh });
     }

@@ -225,6 +225,10 @@ pub struct TaskPlan {
     /// Missing / invalid keys per blocked sub-task.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub semantic_info: Vec<SemanticInfo>,
+    /// Parts of the request no capability card covers, as the user wrote them ("火车票"): the
+    /// summary names them (docs/conversation.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unhandled: Vec<String>,
 }
 
 impl TaskPlan {
@@ -350,6 +354,7 @@ pub fn build(
         missing_semantic_keys: missing_keys,
         user_friendly_message,
         semantic_info,
+        unhandled: Vec::new(),
     };
     (plan, found)
 }

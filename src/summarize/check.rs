@@ -92,7 +92,8 @@ pub fn check_model_summary(registry: &Registry, plan: &TaskPlan, lang: Lang, tex
         .map(|t| t.assigned_agent.as_str())
         .filter(|a| !plan.sub_tasks.iter().any(|t| t.assigned_agent == *a && t.status == TaskStatus::Done))
         .collect();
-    if unfinished.is_empty() {
+    let unhandled_told = plan.unhandled.iter().all(|p| text.to_lowercase().contains(&p.to_lowercase()));
+    if unfinished.is_empty() && unhandled_told {
         return CheckedSummary::Kept(text);
     }
     if let Some(claim) = false_claim(registry, &text, &unfinished) {
@@ -108,6 +109,9 @@ pub fn check_model_summary(registry: &Registry, plan: &TaskPlan, lang: Lang, tex
         .all(|t| mentions(registry, &text, &lower, &t.assigned_agent, &t.description));
     if !failed_told {
         appended.extend(sections.failed);
+    }
+    if !unhandled_told {
+        appended.extend(sections.unhandled);
     }
     let needed_told =
         plan.semantic_info.iter().flat_map(|i| &i.key_descriptions).all(|d| lower.contains(&d.to_lowercase()))

@@ -22,7 +22,7 @@ pub use check::{check_model_summary, CheckedSummary};
 /// The template summary of an executed plan.
 pub fn summary(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String {
     let s = sections(registry, plan, lang);
-    let mut out: Vec<String> = [s.done, s.failed, s.auth, s.needed].concat();
+    let mut out: Vec<String> = [s.done, s.failed, s.unhandled, s.auth, s.needed].concat();
     if out.is_empty() {
         out.push(registry.texts().get(lang, "summary-nothing", &[]));
     }
@@ -40,6 +40,8 @@ pub struct Sections {
     pub auth: Vec<String>,
     /// What is still needed, with examples.
     pub needed: Vec<String>,
+    /// The parts of the request no capability covers.
+    pub unhandled: Vec<String>,
 }
 
 /// The template summary's sections for `plan`.
@@ -82,6 +84,10 @@ pub fn sections(registry: &Registry, plan: &TaskPlan, lang: Lang) -> Sections {
         if let Some(remote) = &t.remote {
             needed.push(text("list-item", &[("text", remote.question.as_str().into())]));
         }
+    }
+    if !plan.unhandled.is_empty() {
+        out.unhandled.push(text("summary-unhandled-header", &[]));
+        out.unhandled.extend(plan.unhandled.iter().map(|p| text("list-item", &[("text", p.as_str().into())])));
     }
     out.auth.extend(auth_lines(plan));
     if !needed.is_empty() {
