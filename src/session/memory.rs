@@ -3,12 +3,16 @@
 //! A bounded concurrent cache ([`moka`]): each session expires `ttl` after its last save and the
 //! least recently used sessions are evicted past [`DEFAULT_CAPACITY`], so a save or a load costs
 //! the same however many sessions are stored (expired entries are swept in small batches by the
-//! cache's own housekeeping, never by a scan of every session).
+//! cache's own housekeeping, never by a scan of every session). A per-user index of thread ids,
+//! kept by the cache's eviction listener, lets [`SessionBackend::count_user`] look at that user's
+//! sessions only.
 
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
+use moka::notification::RemovalCause;
 use moka::policy::EvictionPolicy;
 use moka::sync::Cache;
 
@@ -44,9 +48,14 @@ impl moka::Expiry<(String, String), Arc<Stored>> for PerEntryTtl {
     }
 }
 
+/// user id -> the thread ids of that user's stored sessions.
+type UserIndex = Arc<Mutex<HashMap<String, HashSet<String>>>>;
+
 /// Process-memory backend.
 pub struct MemoryBackend {
     sessions: Cache<(String, String), Arc<Stored>>,
+    /// Maintained on save and by the cache's eviction listener (expiry, size bound, removal).
+    users: UserIndex,
 }
 
 impl std::fmt::Debug for MemoryBackend {
@@ -64,12 +73,19 @@ impl Default for MemoryBackend {
 impl MemoryBackend {
     /// A backend keeping at most `capacity` sessions (least recently used evicted first).
     pub fn with_capacity(capacity: u64) -> Self {
+        let users: UserIndex = Arc::default();
+        let index = Arc::clone(&users);
         let sessions = Cache::builder()
             .max_capacity(capacity)
             .eviction_policy(EvictionPolicy::lru())
             .expire_after(PerEntryTtl)
+            .eviction_listener(move |key: Arc<(String, String)>, _, cause| {
+                if cause != RemovalCause::Replaced {
+                    forget(&index, &key.0, &key.1);
+                }
+            })
             .build();
-        Self { sessions }
+        Self { sessions, users }
     }
 
     /// Sessions currently held (after the cache's pending housekeeping).
@@ -81,6 +97,17 @@ impl MemoryBackend {
     /// `true` when no session is held.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// Drops `thread_id` from `user_id`'s index entry (and the entry when it empties).
+fn forget(index: &UserIndex, user_id: &str, thread_id: &str) {
+    let mut users = index.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(threads) = users.get_mut(user_id) {
+        threads.remove(thread_id);
+        if threads.is_empty() {
+            users.remove(user_id);
+        }
     }
 }
 
@@ -99,15 +126,23 @@ impl SessionBackend for MemoryBackend {
             let doc = serde_json::to_string(session)?;
             let stored = Stored { expires: Instant::now() + ttl, ttl, doc };
             self.sessions.insert((session.user_id.clone(), session.thread_id.clone()), Arc::new(stored));
+            let mut users = self.users.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            users.entry(session.user_id.clone()).or_default().insert(session.thread_id.clone());
             Ok(())
         })
     }
 
     fn count_user<'a>(&'a self, user_id: &'a str) -> BoxFuture<'a, Result<usize, StoreError>> {
         Box::pin(async move {
-            // A scan of the cache (as before moka): runs for a turn that opens a new thread.
+            // This user's threads only (the index), each checked against the cache.
+            let threads: Vec<String> = {
+                let users = self.users.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                users.get(user_id).map(|t| t.iter().cloned().collect()).unwrap_or_default()
+            };
             let now = Instant::now();
-            Ok(self.sessions.iter().filter(|(k, s)| k.0 == user_id && s.expires > now).count())
+            let live =
+                |t: &String| self.sessions.get(&(user_id.to_string(), t.clone())).is_some_and(|s| s.expires > now);
+            Ok(threads.iter().filter(|t| live(t)).count())
         })
     }
 
@@ -130,6 +165,24 @@ mod tests {
         assert!(backend.len() <= 100, "{} sessions kept", backend.len());
         assert!(backend.load("u", "t999").await.unwrap().is_some(), "the newest stays");
         assert!(backend.load("u", "t0").await.unwrap().is_none(), "the oldest went");
+    }
+
+    #[tokio::test]
+    async fn counting_a_users_sessions_looks_at_that_user_only() {
+        let backend = MemoryBackend::with_capacity(100);
+        let ttl = Duration::from_secs(3600);
+        for i in 0..1_000 {
+            backend.save(&Session::new(&format!("other{i}"), "t"), ttl).await.unwrap();
+        }
+        for i in 0..3 {
+            backend.save(&Session::new("u", &format!("t{i}")), ttl).await.unwrap();
+        }
+        backend.save(&Session::new("u", "t0"), ttl).await.unwrap();
+        assert_eq!(backend.count_user("u").await.unwrap(), 3);
+        backend.len(); // runs the cache's housekeeping: evictions reach the index
+        let users = backend.users.lock().unwrap();
+        assert!(users.len() <= 100, "the index follows the size bound: {} users", users.len());
+        assert_eq!(users.get("u").map(HashSet::len), Some(3), "a replaced session stays indexed");
     }
 
     #[tokio::test]
