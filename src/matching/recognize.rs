@@ -43,6 +43,9 @@ pub const DOMAIN_GATE: usize = 30;
 pub const SELECT: f32 = 0.5;
 /// Confidence from which a card that is not selected is listed as uncertain.
 pub const UNCERTAIN: f32 = 0.2;
+/// A single card selected without keyword is not planned when another card's confidence is
+/// within this margin of its own: the turn asks which one was meant.
+pub const AMBIGUITY: f32 = 0.2;
 
 // Weights (set on the demo config's tuning set; see tests/recognition.rs).
 const W_KEYWORD: f32 = 2.5;
@@ -393,8 +396,16 @@ impl Recognizer {
         let mut selected: Vec<Selected> = Vec::new();
         let mut candidates: Vec<CardScore> = Vec::new();
         let mut uncertain: Vec<CardScore> = Vec::new();
+        let mut keyword_found: Vec<String> = Vec::new();
+        let mut negated: Vec<String> = Vec::new();
         for (card, agg) in per_card {
             let id = self.cards[card as usize].id.clone();
+            if agg.keyword {
+                keyword_found.push(id.clone());
+            }
+            if agg.selected.is_none() && agg.negated.is_some() {
+                negated.push(id.clone());
+            }
             let confidence = round2(agg.confidence);
             let mut evidence = agg.evidence;
             if agg.selected.is_none() {
@@ -416,6 +427,13 @@ impl Recognizer {
         };
         candidates.sort_by(by_conf);
         uncertain.sort_by(by_conf);
+        if ambiguous(&selected, &candidates, &keyword_found) {
+            // Two cards about as likely, neither named: ask rather than guess (Rasa's ambiguity
+            // threshold).
+            selected.clear();
+            uncertain =
+                candidates.iter().filter(|c| c.confidence >= UNCERTAIN && !negated.contains(&c.id)).cloned().collect();
+        }
         Recognition {
             selected,
             uncertain,
@@ -1202,8 +1220,21 @@ fn merge_spans(query: &str, mut spans: Vec<(usize, usize)>) -> Vec<String> {
     merged.into_iter().map(|(s, e)| query[s..e].trim().to_string()).filter(|t| !t.is_empty()).collect()
 }
 
+/// One card selected, not by keyword, and another scored within [`AMBIGUITY`] of its confidence.
+fn ambiguous(selected: &[Selected], candidates: &[CardScore], keyword_found: &[String]) -> bool {
+    let [only] = selected else { return false };
+    if keyword_found.contains(&only.id) {
+        return false;
+    }
+    candidates
+        .iter()
+        .any(|c| c.id != only.id && c.confidence >= UNCERTAIN && c.confidence >= only.confidence - AMBIGUITY)
+}
+
 #[derive(Default)]
 struct CardAgg {
+    /// Found by keyword in a clause where it was selected.
+    keyword: bool,
     raw: f32,
     confidence: f32,
     selected: Option<usize>,
@@ -1215,6 +1246,7 @@ fn merge(per_card: &mut HashMap<u32, CardAgg>, scored: Vec<ClauseScore>) {
     for c in scored {
         let agg = per_card.entry(c.card).or_default();
         if c.selected {
+            agg.keyword |= c.keyword;
             let first = agg.selected.is_none();
             agg.selected = Some(agg.selected.map_or(c.offset, |o| o.min(c.offset)));
             if first || c.raw > agg.raw {
@@ -1414,6 +1446,25 @@ mod tests {
         assert!(rec.candidates[0].evidence.iter().any(|e| matches!(e, Evidence::Negated { .. })));
         // A-not-A questions are not negations.
         assert_eq!(ids(&r.recognize("上海明天是不是要下雨，天气如何")), ["weather"]);
+    }
+
+    #[test]
+    fn a_near_tie_without_keyword_asks_instead_of_guessing() {
+        let r = recognizer(&format!(
+            "{CARDS}{}",
+            r#"
+- { id: claims, name: 保险理赔, description: 提交车险和医疗保险的理赔申请，查询进度, endpoint: { url: "http://127.0.0.1:1/x", protocol: http } }
+- { id: policies, name: 保单查询, description: 查询车险和医疗保险保单的保障和进度, endpoint: { url: "http://127.0.0.1:1/x", protocol: http } }
+"#
+        ));
+        // Both confident (0.72 and 0.67) on the same words: neither is planned.
+        let rec = r.recognize("查询医疗保险进度");
+        assert!(rec.candidates[0].confidence >= SELECT && rec.candidates[1].confidence >= SELECT, "{:?}", rec.candidates);
+        assert!(rec.selected.is_empty(), "{:?}", ids(&rec));
+        let offered: Vec<&str> = rec.uncertain.iter().map(|u| u.id.as_str()).collect();
+        assert!(offered.contains(&"claims") && offered.contains(&"policies"), "{offered:?}");
+        // Named by keyword (its name): planned.
+        assert_eq!(ids(&r.recognize("我要保险理赔")), ["claims"]);
     }
 
     #[test]
