@@ -42,7 +42,7 @@ pub const DOMAIN_GATE: usize = 30;
 /// Confidence from which a card is selected.
 pub const SELECT: f32 = 0.5;
 /// Confidence from which a card that is not selected is listed as uncertain.
-pub const UNCERTAIN: f32 = 0.2;
+pub const UNCERTAIN: f32 = 0.15;
 /// A single card selected without keyword is not planned when another card's confidence is
 /// within this margin of its own: the turn asks which one was meant.
 pub const AMBIGUITY: f32 = 0.2;
