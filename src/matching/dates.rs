@@ -42,6 +42,12 @@ const DAYPART: &str = "(凌晨|清晨|早上|早晨|上午|中午|下午|傍晚|
 
 static ISO_DATE: LazyLock<Regex> = LazyLock::new(|| re(r"(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})"));
 static CN_DATE: LazyLock<Regex> = LazyLock::new(|| re(&format!(r"(?:(\d{{4}})年)?({NUM})月({NUM})[日号]")));
+/// A day of the month alone (5号, 二十号, 下个月3号, the 5th).
+static DAY_ONLY: LazyLock<Regex> = LazyLock::new(|| {
+    re(&format!(r"(?i)(下个?月|这个?月|本月)?({NUM})[日号]|\b(?:on\s+)?the\s+(\d{{1,2}})(?:st|nd|rd|th)\b"))
+});
+/// Characters after 号 that make it a number of something else (3号线, 5号楼, T2号航站楼).
+const NOT_A_DAY_AFTER: &str = "楼线门房厅位台座桌码机院室栋航窗车床柜口";
 static EN_MONTH_DAY: LazyLock<Regex> = LazyLock::new(|| {
     re(r"(?i)\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b")
 });
@@ -117,6 +123,20 @@ fn upcoming_month_day(today: NaiveDate, m: u32, d: u32) -> Option<NaiveDate> {
     Some(date)
 }
 
+/// Day `d` of the month `months_ahead` months from this one, or with `None` the next such day,
+/// today included (the 5th after the 5th of this month is next month's).
+fn month_day(today: NaiveDate, d: u32, months_ahead: Option<u32>) -> Option<NaiveDate> {
+    let first = today.with_day(1)?;
+    let in_month = |k: u32| first.checked_add_months(chrono::Months::new(k)).and_then(|m| m.with_day(d));
+    match months_ahead {
+        Some(k) => in_month(k),
+        None => match in_month(0) {
+            Some(date) if date >= today => Some(date),
+            _ => in_month(1),
+        },
+    }
+}
+
 /// Every date mentioned in `text`, in order, without overlaps.
 pub fn dates(text: &str, today: NaiveDate) -> Vec<Span<NaiveDate>> {
     let mut found = Vec::new();
@@ -141,6 +161,19 @@ pub fn dates(text: &str, today: NaiveDate) -> Vec<Span<NaiveDate>> {
         let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
         let m = months.iter().position(|m| c[1].eq_ignore_ascii_case(m)).map_or(12, |i| i as u32 + 1);
         push(whole(&c), upcoming_month_day(today, m, group_num(&c, 2).unwrap_or(0)));
+    }
+    for c in DAY_ONLY.captures_iter(text) {
+        let (start, end) = whole(&c);
+        if text[end..].chars().next().is_some_and(|n| NOT_A_DAY_AFTER.contains(n)) {
+            continue;
+        }
+        let day = group_num(&c, 2).or_else(|| group_num(&c, 3)).unwrap_or(0);
+        let months_ahead = match c.get(1).map(|m| m.as_str()) {
+            Some(p) if p.starts_with('下') => Some(1),
+            Some(_) => Some(0),
+            None => None,
+        };
+        push((start, end), month_day(today, day, months_ahead));
     }
     for m in RELATIVE.find_iter(text) {
         let days = match m.as_str().to_ascii_lowercase().as_str() {
@@ -350,6 +383,13 @@ mod tests {
             ("next Monday", "2026-11-30"),
             ("friday", "2026-11-27"),
             ("this Wednesday", "2026-11-25"),
+            // A day of the month alone: this month's, or next month's once passed.
+            ("25号入住", "2026-11-25"),
+            ("5号", "2026-12-05"),
+            ("二十三号", "2026-11-23"),
+            ("下个月3号", "2026-12-03"),
+            ("本月30日", "2026-11-30"),
+            ("on the 5th", "2026-12-05"),
         ];
         for (text, want) in cases {
             assert_eq!(date(text).as_deref(), Some(want), "{text}");
@@ -357,6 +397,9 @@ mod tests {
         assert_eq!(date("2026-02-30"), None);
         assert_eq!(date("航班CA1234"), None);
         assert_eq!(date("下周"), None);
+        for not_a_day in ["坐3号线", "5号楼", "2号航站楼", "本月31号"] {
+            assert_eq!(date(not_a_day), None, "{not_a_day}");
+        }
     }
 
     #[test]

@@ -1459,7 +1459,11 @@ mod tests {
         ));
         // Both confident (0.72 and 0.67) on the same words: neither is planned.
         let rec = r.recognize("查询医疗保险进度");
-        assert!(rec.candidates[0].confidence >= SELECT && rec.candidates[1].confidence >= SELECT, "{:?}", rec.candidates);
+        assert!(
+            rec.candidates[0].confidence >= SELECT && rec.candidates[1].confidence >= SELECT,
+            "{:?}",
+            rec.candidates
+        );
         assert!(rec.selected.is_empty(), "{:?}", ids(&rec));
         let offered: Vec<&str> = rec.uncertain.iter().map(|u| u.id.as_str()).collect();
         assert!(offered.contains(&"claims") && offered.contains(&"policies"), "{offered:?}");
