@@ -190,6 +190,12 @@ fn recognition_report_held_out_config() {
     assert!(pct(r.misses_with_candidates) >= 100.0, "{r:?}");
 }
 
+#[test]
+fn recognition_report_third_config() {
+    let r = evaluate("third_queries.yaml");
+    assert!(pct((r.exact, r.total)) >= 0.0, "{r:?}");
+}
+
 /// Raw scores of expected cards (positives) and of the best wrong card (negatives) on a set, per
 /// clause-level decision: prints the separation the threshold is chosen from.
 #[test]
