@@ -4,8 +4,9 @@
 //! when nothing should be) and, for misses, whether the right cards are among the candidates.
 //!
 //! `cargo test --test integration recognition -- --nocapture` shows the report. The demo set is
-//! the tuning set; the eval set (its own insurance / IT / HR config) was never tuned on. Only the
-//! floors reached are asserted.
+//! the tuning set; the held-out set (its own insurance / IT / HR config) and the third set
+//! (orders, bank card, clinic, bills…) were written before their first run (README,
+//! "Recognition", says how far each was looked at since). Only the floors reached are asserted.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -184,16 +185,20 @@ fn recognition_report_demo_config_tuning_set() {
 #[test]
 fn recognition_report_held_out_config() {
     let r = evaluate("eval_queries.yaml");
-    assert!(pct((r.exact, r.total)) >= 84.0, "{r:?}");
-    assert!(pct(r.by_kind["paraphrase"]) >= 73.0, "{r:?}");
+    assert!(pct((r.exact, r.total)) >= 91.0, "{r:?}");
+    assert!(pct(r.by_kind["paraphrase"]) >= 82.0, "{r:?}");
     assert!(pct(r.oos) >= 100.0, "{r:?}");
     assert!(pct(r.misses_with_candidates) >= 100.0, "{r:?}");
+    assert!(pct(r.misses_asked) >= 75.0, "{r:?}");
 }
 
 #[test]
 fn recognition_report_third_config() {
     let r = evaluate("third_queries.yaml");
-    assert!(pct((r.exact, r.total)) >= 0.0, "{r:?}");
+    assert!(pct((r.exact, r.total)) >= 82.0, "{r:?}");
+    assert!(pct(r.by_kind["paraphrase"]) >= 73.0, "{r:?}");
+    assert!(pct(r.oos) >= 91.0, "{r:?}");
+    assert!(pct(r.misses_asked) >= 55.0, "{r:?}");
 }
 
 /// Raw scores of expected cards (positives) and of the best wrong card (negatives) on a set, per

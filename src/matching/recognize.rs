@@ -43,9 +43,10 @@ pub const DOMAIN_GATE: usize = 30;
 pub const SELECT: f32 = 0.5;
 /// Confidence from which a card that is not selected is listed as uncertain.
 pub const UNCERTAIN: f32 = 0.15;
-/// A single card selected without keyword is not planned when another card's confidence is
-/// within this margin of its own: the turn asks which one was meant.
-pub const AMBIGUITY: f32 = 0.2;
+/// A single card selected without keyword in a one-clause query is not planned when another
+/// card's confidence is within this margin of its own: the turn asks which one was meant
+/// (Rasa's default ambiguity threshold is the same 0.1).
+pub const AMBIGUITY: f32 = 0.1;
 
 // Weights (set on the demo config's tuning set; see tests/recognition.rs).
 const W_KEYWORD: f32 = 2.5;
@@ -427,7 +428,7 @@ impl Recognizer {
         };
         candidates.sort_by(by_conf);
         uncertain.sort_by(by_conf);
-        if ambiguous(&selected, &candidates, &keyword_found) {
+        if clauses.len() == 1 && ambiguous(&selected, &candidates, &keyword_found, &negated) {
             // Two cards about as likely, neither named: ask rather than guess (Rasa's ambiguity
             // threshold).
             selected.clear();
@@ -899,6 +900,10 @@ impl KeywordIndex {
                         keyword_stems.push((i as u32, stems, term.clone()));
                     }
                 }
+                for variant in separable_forms(&lower) {
+                    patterns.push(variant);
+                    keyword_meta.push((i as u32, term.clone(), false));
+                }
                 patterns.push(lower);
                 keyword_meta.push((i as u32, term.clone(), word));
             }
@@ -912,6 +917,22 @@ impl KeywordIndex {
         let keywords = AhoCorasick::builder().match_kind(MatchKind::Standard).build(&patterns).ok();
         Self { keywords, keyword_meta, keyword_stems, exact_examples }
     }
+}
+
+/// What Chinese puts between a verb and its object (挂号 -> 挂个号, 查订单 -> 查一下订单, 请假 ->
+/// 请两天假): measure words, 一下, aspect particles, short durations.
+const SEPARABLE_INSERTS: &[&str] =
+    &["个", "一个", "下", "一下", "了", "张", "一张", "份", "一份", "次", "过", "半天", "一天", "两天", "几天"];
+
+/// The forms of a Chinese keyword of two to four characters with an insert after its first
+/// character (verb-object words are split in speech); none for other keywords.
+fn separable_forms(keyword: &str) -> Vec<String> {
+    let chars: Vec<char> = keyword.chars().collect();
+    if !(2..=4).contains(&chars.len()) || !chars.iter().all(|&c| super::tokenize::is_han(c)) {
+        return Vec::new();
+    }
+    let rest: String = chars[1..].iter().collect();
+    SEPARABLE_INSERTS.iter().map(|ins| format!("{}{ins}{rest}", chars[0])).collect()
 }
 
 /// Entities: one source per distinct rule, owned by the cards using it.
@@ -1221,14 +1242,19 @@ fn merge_spans(query: &str, mut spans: Vec<(usize, usize)>) -> Vec<String> {
 }
 
 /// One card selected, not by keyword, and another scored within [`AMBIGUITY`] of its confidence.
-fn ambiguous(selected: &[Selected], candidates: &[CardScore], keyword_found: &[String]) -> bool {
+/// In a one-clause query (in several clauses a rival is rather a second request that fell
+/// short); negated cards are no rivals.
+fn ambiguous(selected: &[Selected], candidates: &[CardScore], keyword_found: &[String], negated: &[String]) -> bool {
     let [only] = selected else { return false };
     if keyword_found.contains(&only.id) {
         return false;
     }
-    candidates
-        .iter()
-        .any(|c| c.id != only.id && c.confidence >= UNCERTAIN && c.confidence >= only.confidence - AMBIGUITY)
+    candidates.iter().any(|c| {
+        c.id != only.id
+            && !negated.contains(&c.id)
+            && c.confidence >= UNCERTAIN
+            && c.confidence >= only.confidence - AMBIGUITY
+    })
 }
 
 #[derive(Default)]
@@ -1426,6 +1452,20 @@ mod tests {
         let rec = r.recognize("Will it rain in Shanghai tomorrow?");
         assert_eq!(ids(&rec), ["weather"]);
         assert!(rec.candidates[0].evidence.iter().any(|e| matches!(e, Evidence::Terms { .. })));
+    }
+
+    #[test]
+    fn split_chinese_keywords_still_match() {
+        let r = recognizer(CARDS);
+        let r2 = recognizer(&CARDS.replace("keywords: [酒店, hotel]", "keywords: [订酒店, hotel]"));
+        assert_eq!(ids(&r2.recognize("帮我订一下酒店")), ["hotel"]);
+        assert!(r2.recognize("帮我订一下酒店").candidates[0]
+            .evidence
+            .iter()
+            .any(|e| matches!(e, Evidence::Keyword { .. })));
+        assert_eq!(separable_forms("挂号").iter().filter(|f| *f == "挂个号").count(), 1);
+        assert!(separable_forms("hotel").is_empty() && separable_forms("航班动态查询").is_empty());
+        assert_eq!(ids(&r.recognize("查一下航班CA1234")), ["flight"]);
     }
 
     #[test]

@@ -109,6 +109,43 @@ pub fn stem(word: &str) -> String {
     STEMMER.stem(word).into_owned()
 }
 
+/// The stem a word is matched by: possessive `'s` dropped, and every negated auxiliary
+/// (don't, doesn't, won't, can't, isn't, cannot…) the one stem `not`, so "doesn't fit",
+/// "don't fit" and "does not fit" meet.
+fn word_stem(word: &str) -> String {
+    if word.ends_with("n't") || word == "cannot" {
+        return "not".to_string();
+    }
+    stem(word.strip_suffix("'s").unwrap_or(word))
+}
+
+/// Words a lexicon phrase may have between its own ("send *them* back", "pick *me* up").
+const PHRASE_FILLER: &[&str] = &[
+    "it", "them", "this", "that", "these", "those", "me", "him", "her", "us", "my", "a", "an", "the", "some", "do",
+    "doe",
+];
+
+/// The index past the last word of `stems` matched from `words[k]` on, with at most two filler
+/// words in between.
+fn match_phrase(stems: &[String], words: &[Word], k: usize) -> Option<usize> {
+    let (mut i, mut skipped) = (k, 0);
+    for (n, s) in stems.iter().enumerate() {
+        loop {
+            let w = words.get(i)?;
+            if w.stem == *s {
+                break;
+            }
+            if n == 0 || skipped == 2 || !PHRASE_FILLER.contains(&w.stem.as_str()) {
+                return None;
+            }
+            skipped += 1;
+            i += 1;
+        }
+        i += 1;
+    }
+    Some(i)
+}
+
 const ZH_STOP: &[&str] = &[
     "的",
     "了",
@@ -500,7 +537,7 @@ fn compile_lexicon(text: &str) -> Lexicon {
                 }
                 continue;
             }
-            let stems: Vec<String> = latin_words(&term).into_iter().map(|(w, _, _)| stem(&w)).collect();
+            let stems: Vec<String> = latin_words(&term).into_iter().map(|(w, _, _)| word_stem(&w)).collect();
             match stems.len() {
                 0 => {}
                 1 => {
@@ -565,13 +602,7 @@ pub struct Word {
 
 /// Every Latin word of a normalized text (stop words included).
 pub fn words(norm: &str) -> Vec<Word> {
-    latin_words(norm)
-        .into_iter()
-        .map(|(w, s, e)| {
-            let base = w.strip_suffix("'s").unwrap_or(&w);
-            Word { stem: stem(base), surface: w, start: s, end: e }
-        })
-        .collect()
+    latin_words(norm).into_iter().map(|(w, s, e)| Word { stem: word_stem(&w), surface: w, start: s, end: e }).collect()
 }
 
 /// Analyzes `text` into terms (words, bigrams, concepts) with byte spans in `text`.
@@ -647,9 +678,8 @@ pub fn analyze_normalized(norm: &Normalized) -> Vec<Token> {
         }
         if let Some(phrases) = lex.en_phrases.get(&w.stem) {
             for (stems, ids) in phrases {
-                let fits = stems.len() <= words.len() - k && stems.iter().zip(&words[k..]).all(|(s, w)| *s == w.stem);
-                if fits {
-                    let end = words[k + stems.len() - 1].end;
+                if let Some(past) = match_phrase(stems, &words, k) {
+                    let end = words[past - 1].end;
                     for &id in ids {
                         push(&mut out, format!("#{}", lex.names[id as usize]), TokKind::Concept, w.start, end);
                     }
@@ -705,6 +735,15 @@ mod tests {
         let concepts = terms("Can someone pick me up at Pudong Airport?", TokKind::Concept);
         assert!(concepts.contains(&"#pickup".to_string()) && concepts.contains(&"#airport".to_string()));
         assert!(terms("flight CA1234", TokKind::Word) == ["flight"]);
+    }
+
+    #[test]
+    fn negated_auxiliaries_meet_and_phrases_allow_a_pronoun_between() {
+        for q in ["these shoes don't fit", "the shoes doesn't fit", "the shoes do not fit"] {
+            assert!(terms(q, TokKind::Concept).contains(&"#returns".to_string()), "{q}");
+        }
+        assert!(terms("can I send them back?", TokKind::Concept).contains(&"#returns".to_string()));
+        assert!(!terms("send the report to my boss back home", TokKind::Concept).contains(&"#returns".to_string()));
     }
 
     #[test]
