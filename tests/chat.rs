@@ -80,7 +80,12 @@ async fn missing_keys_block_the_sub_task_and_name_the_widgets() {
     // The user is asked for exactly those keys, with the configured examples.
     let text = done["content"].as_str().unwrap();
     assert!(text.contains("入住城市") && text.contains("入住日期"), "{text}");
-    assert!(text.contains("北京") && text.contains("2026-12-01"), "examples shown: {text}");
+    // Examples as people write them (12月1日), never ISO; a form is offered (the keys have widgets).
+    assert!(
+        text.contains("北京") && text.contains("12月1日") && !text.contains("2026-12-01"),
+        "examples shown: {text}"
+    );
+    assert!(text.contains("表单"), "{text}");
     assert_eq!(done["metadata"]["semantic_info"], *info);
     assert_no_agent_ids(&events, &AGENT_IDS);
 }
@@ -427,4 +432,18 @@ async fn session_slots_carry_over_between_turns() {
     let calls = app.calls("hotel_agent");
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].body["inputs"]["city"], "上海");
+}
+
+/// Issue 17 item 10: a progress text names the capability and what it does with the sub-task's
+/// values, as people write them — not the card's description, not ISO dates.
+#[tokio::test]
+async fn progress_texts_name_the_values_not_the_description() {
+    let app = spawn_app().await;
+    let events = app.ask("帮我安排12月1日14:30白云机场接机", None).await;
+    done(&events);
+    let started = of_stage(&events, "agent_started");
+    let text = started[0]["content"].as_str().unwrap();
+    assert!(text.starts_with("正在为您办理接机服务"), "{text}");
+    assert!(text.contains("白云机场") && text.contains("12月1日 14:30"), "{text}");
+    assert!(!text.contains("派车") && !text.contains("T14:30"), "no description, no ISO form: {text}");
 }

@@ -24,7 +24,11 @@ fn started_texts(events: &[serde_json::Value]) -> Vec<&str> {
 #[tokio::test]
 async fn an_override_is_served_and_an_edit_of_it_hot_reloads() {
     let texts = tempfile::tempdir().unwrap();
-    write_ftl(texts.path(), "en/mine.ftl", "stage-dispatch-started = Calling on { $task } now…\n");
+    write_ftl(
+        texts.path(),
+        "en/mine.ftl",
+        "stage-dispatch-started-values = Calling on { $task } with { $values } now…\n",
+    );
     let dir = texts.path().display().to_string();
     let app = spawn_app_with(Setup { watch_files: true, ..Default::default() }, |cfg| {
         cfg["supervisor"]["texts_dir"] = json!(dir);
@@ -38,17 +42,21 @@ async fn an_override_is_served_and_an_edit_of_it_hot_reloads() {
     assert!(started[0].starts_with("Calling on ") && started[0].ends_with(" now…"), "the override: {started:?}");
     assert!(done(&events)["content"].as_str().unwrap().starts_with("Done:"), "other messages stay shipped");
     let events = app.ask("上海天气怎么样", None).await;
-    assert!(started_texts(&events)[0].starts_with("正在处理："), "other locales stay shipped");
+    assert!(started_texts(&events)[0].starts_with("正在为您办理"), "other locales stay shipped");
 
     // Edit the override: the next turn reads the new text.
-    write_ftl(texts.path(), "en/mine.ftl", "stage-dispatch-started = Asking about { $task }…\n");
+    write_ftl(texts.path(), "en/mine.ftl", "stage-dispatch-started-values = Asking about { $task }…\n");
     app.wait_config(|s| s["version"] == 2).await;
     let events = app.ask("book a hotel in Beijing tomorrow", None).await;
     done(&events);
     assert!(started_texts(&events)[0].starts_with("Asking about "), "reloaded: {:?}", started_texts(&events));
 
     // A broken edit is rejected with its file and line; the last good texts keep serving.
-    write_ftl(texts.path(), "en/mine.ftl", "stage-dispatch-started = Asking about { $task }…\nno-such-text = x\n");
+    write_ftl(
+        texts.path(),
+        "en/mine.ftl",
+        "stage-dispatch-started-values = Asking about { $task }…\nno-such-text = x\n",
+    );
     let status = app.wait_config(|s| !s["last_error"].is_null()).await;
     assert_eq!(status["version"], 2);
     let error = &status["last_error"][0];

@@ -13,6 +13,7 @@ summary-unhandled-header = I can't help with these parts of your request:
 summary-needed-header = Still needed from you:
 # $examples: the example values, joined with summary-example-separator.
 summary-needed-hint = Just reply, for example: "{ $examples }", or fill in the form.
+summary-needed-hint-no-form = Just reply, for example: "{ $examples }".
 summary-example-separator = { ", " }
 summary-nothing = There was nothing to do.
 # One bullet: a finished sub-task's message, an agent's own question, a capability.

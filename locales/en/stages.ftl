@@ -31,8 +31,11 @@ list-separator = { "; " }
 
 ## Calling sub-agents (agent_started / agent_failed)
 
-# $task: the sub-task, in user words.
+# $task: the capability's name (its card's `name`).
 stage-dispatch-started = Working on: { $task }…
+# $task as above; $values: the sub-task's values as people write them, joined with value-separator.
+stage-dispatch-started-values = Working on: { $task } ({ $values })…
+value-separator = { ", " }
 # $task as above; $reason: one of the dispatch-* texts.
 stage-dispatch-failed = { $task }: { $reason }
 

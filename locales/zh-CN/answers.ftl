@@ -13,6 +13,7 @@ summary-unhandled-header = 以下请求我暂时无法处理：
 summary-needed-header = 还需要您提供：
 # $examples: the example values, joined with summary-example-separator.
 summary-needed-hint = 您可以直接回复，例如：“{ $examples }”，或在表单中填写。
+summary-needed-hint-no-form = 您可以直接回复，例如：“{ $examples }”。
 summary-example-separator = ，
 summary-nothing = 没有需要执行的任务。
 # One bullet: a finished sub-task's message, an agent's own question, a capability.

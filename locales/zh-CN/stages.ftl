@@ -25,8 +25,11 @@ list-separator = ；
 
 ## Calling sub-agents (agent_started / agent_failed)
 
-# $task: the sub-task, in user words.
-stage-dispatch-started = 正在处理：{ $task }…
+# $task: the capability's name (its card's `name`).
+stage-dispatch-started = 正在为您办理{ $task }…
+# $task as above; $values: the sub-task's values as people write them, joined with value-separator.
+stage-dispatch-started-values = 正在为您办理{ $task }：{ $values }…
+value-separator = 、
 # $task as above; $reason: one of the dispatch-* texts.
 stage-dispatch-failed = { $task }：{ $reason }
 

@@ -152,7 +152,7 @@ impl Executor {
     ) {
         let texts = registry.texts();
         sink.emit(
-            StageEvent::new(Stage::AgentStarted, started_text(texts, ctx.lang, &task.description))
+            StageEvent::new(Stage::AgentStarted, started_text(texts, ctx.lang, &agent, task))
                 .agent(&task.assigned_agent)
                 .task(&task.task_id),
         );
@@ -343,8 +343,27 @@ impl Executor {
     }
 }
 
-fn started_text(texts: &Texts, lang: Lang, description: &str) -> String {
-    texts.get(lang, "stage-dispatch-started", &[("task", description.into())])
+/// At most this many semantic values are named in a progress text.
+const VALUES_SHOWN: usize = 3;
+
+/// "正在为您办理接机服务：白云机场、12月1日 14:30…": the card's name and the sub-task's semantic
+/// values as people write them (not its description, not ISO dates).
+fn started_text(texts: &Texts, lang: Lang, agent: &CapabilityCard, task: &SubTask) -> String {
+    let year = chrono::Datelike::year(&chrono::Utc::now());
+    let values: Vec<String> = agent
+        .keys
+        .iter()
+        .filter_map(|k| task.inputs.get(&k.spec.key))
+        .map(|v| crate::text::human_value(v, lang, year))
+        .filter(|v| !v.trim().is_empty())
+        .take(VALUES_SHOWN)
+        .collect();
+    let name = agent.spec.name.as_str();
+    if values.is_empty() {
+        return texts.get(lang, "stage-dispatch-started", &[("task", name.into())]);
+    }
+    let values = values.join(&texts.get(lang, "value-separator", &[]));
+    texts.get(lang, "stage-dispatch-started-values", &[("task", name.into()), ("values", values.into())])
 }
 
 fn failed_text(texts: &Texts, lang: Lang, description: &str, reason: &str) -> String {

@@ -286,7 +286,9 @@ pub fn times(text: &str) -> Vec<Span<NaiveTime>> {
 
 /// `true` when only whitespace lies between byte offsets `a` and `b` of `text`.
 fn adjacent(text: &str, a: usize, b: usize) -> bool {
-    a <= b && text.get(a..b).is_some_and(|gap| gap.trim().is_empty())
+    let filler = |c: char| c.is_whitespace() || c == ',' || c == '，';
+    a <= b
+        && text.get(a..b).is_some_and(|gap| matches!(gap.trim_matches(filler).to_ascii_lowercase().as_str(), "" | "at"))
 }
 
 /// Every date with a time mentioned in `text`, in order (see the module docs for how a time
@@ -439,6 +441,10 @@ mod tests {
             ("十二月一日下午两点", "2026-12-01T14:00"),
             ("2026-12-01T08:15", "2026-12-01T08:15"),
             ("今晚8点", "2026-11-23T20:00"),
+            // The forms the supervisor's own texts suggest.
+            ("12月1日 14:30", "2026-12-01T14:30"),
+            ("Dec 1, 14:30", "2026-12-01T14:30"),
+            ("Dec 1 at 2pm", "2026-12-01T14:00"),
         ];
         for (text, want) in cases {
             assert_eq!(datetime(text).as_deref(), Some(want), "{text}");

@@ -78,7 +78,7 @@ pub fn sections(registry: &Registry, plan: &TaskPlan, lang: Lang) -> Sections {
         out.failed.extend(failed);
     }
 
-    let (mut needed, examples) = still_needed(registry, plan, lang);
+    let Needed { lines: mut needed, examples, form } = still_needed(registry, plan, lang);
     // Questions asked by A2A agents themselves.
     for t in plan.sub_tasks.iter().filter(|t| t.status == TaskStatus::Blocked) {
         if let Some(remote) = &t.remote {
@@ -95,17 +95,30 @@ pub fn sections(registry: &Registry, plan: &TaskPlan, lang: Lang) -> Sections {
         out.needed.extend(needed);
         if !examples.is_empty() {
             let examples = examples.join(&text("summary-example-separator", &[]));
-            out.needed.push(text("summary-needed-hint", &[("examples", examples.into())]));
+            let id = if form { "summary-needed-hint" } else { "summary-needed-hint-no-form" };
+            out.needed.push(text(id, &[("examples", examples.into())]));
         }
     }
     out
 }
 
-/// The blocked keys as user lines (`- 入住城市（例如：北京）`, or for a value not accepted
-/// `- 接机机场：“火星机场”无法使用，请从以下选项中选择：…`), and their examples.
-fn still_needed(registry: &Registry, plan: &TaskPlan, lang: Lang) -> (Vec<String>, Vec<String>) {
+/// What the blocked keys need from the user.
+struct Needed {
+    /// User lines (`- 入住城市（例如：北京）`, or for a value not accepted
+    /// `- 接机机场：“火星机场”无法使用，请从以下选项中选择：…`).
+    lines: Vec<String>,
+    /// Their examples, as people write them (12月1日 14:30, not 2026-12-01T14:30).
+    examples: Vec<String>,
+    /// Some key has a widget: the frontend can show a form.
+    form: bool,
+}
+
+/// The blocked keys as user lines, their examples, and whether a form can be offered.
+fn still_needed(registry: &Registry, plan: &TaskPlan, lang: Lang) -> Needed {
+    let year = chrono::Datelike::year(&chrono::Utc::now());
     let mut lines = Vec::new();
     let mut examples = Vec::new();
+    let mut form = false;
     // Name the sub-task a key is for only when several sub-tasks are asking.
     let mut asking: Vec<&str> = plan.semantic_info.iter().map(|i| i.task_id.as_str()).collect();
     asking.dedup();
@@ -115,7 +128,8 @@ fn still_needed(registry: &Registry, plan: &TaskPlan, lang: Lang) -> (Vec<String
         let agent = registry.get(&info.sub_agent_id);
         for (n, (key, description)) in info.keys.iter().zip(&info.key_descriptions).enumerate() {
             let def = agent.and_then(|a| a.keys.iter().find(|k| &k.spec.key == key));
-            let example = def.and_then(|k| k.spec.example.as_ref()).map(example_text);
+            form |= def.is_some_and(|k| k.spec.widget.is_some());
+            let example = def.and_then(|k| k.spec.example.as_ref()).map(|v| crate::text::human_value(v, lang, year));
             let ask = Ask {
                 description,
                 example: example.as_deref(),
@@ -134,7 +148,7 @@ fn still_needed(registry: &Registry, plan: &TaskPlan, lang: Lang) -> (Vec<String
             }
         }
     }
-    (lines, examples)
+    Needed { lines, examples, form }
 }
 
 /// One key to ask for.
@@ -219,7 +233,7 @@ fn example_text(v: &Value) -> String {
 /// The `blocked` event's text: which details are needed, with examples; then why sub-tasks
 /// that need a signed-in user (or more permissions) wait.
 pub fn blocked_text(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String {
-    let (lines, _) = still_needed(registry, plan, lang);
+    let lines = still_needed(registry, plan, lang).lines;
     let mut out = Vec::new();
     if !lines.is_empty() {
         out.push(registry.texts().get(lang, "blocked-ask", &[("keys", lines.join("\n").into())]));
@@ -398,7 +412,8 @@ mod tests {
     fn a_rejected_value_is_named_with_why_and_the_options() {
         let past = ask("帮我订北京的酒店，2020-01-01入住", json!({}), Lang::Zh);
         assert!(past.contains("入住日期：“2020-01-01”无法使用，这个日期已经过去了"), "{past}");
-        assert!(past.contains("例如：2026-12-01"), "the example is kept: {past}");
+        // The example is kept, as people write dates (issue 17 item 10), not 2026-12-01.
+        assert!(past.contains("例如：") && past.contains("12月1日") && !past.contains("2026-12-01"), "{past}");
 
         let zh = ask("安排接机", json!({ "airport": "火星机场", "arrival_time": "2026-12-01T14:30" }), Lang::Zh);
         assert!(zh.contains("接机机场：“火星机场”无法使用，请从以下选项中选择：白云机场、首都机场"), "{zh}");

@@ -97,9 +97,53 @@ pub fn has_cjk(text: &str) -> bool {
     text.chars().any(is_cjk)
 }
 
+/// A semantic value as a person reads it: an ISO date `2026-12-01` as 12月1日 / Dec 1, a
+/// date-time `2026-12-01T14:30` as 12月1日 14:30 / Dec 1, 14:30 (the year shown only when it is
+/// not `this_year`); other strings as they are, other JSON as its text. Sub-agents still get
+/// the ISO form: this is for texts only.
+pub fn human_value(value: &serde_json::Value, lang: Lang, this_year: i32) -> String {
+    use chrono::{Datelike, NaiveDate, NaiveDateTime};
+    let serde_json::Value::String(s) = value else { return value.to_string() };
+    let t = s.trim();
+    let (date, time) = if let Ok(dt) = NaiveDateTime::parse_from_str(t, "%Y-%m-%dT%H:%M") {
+        (dt.date(), Some(dt.format("%H:%M").to_string()))
+    } else if let Ok(dt) = NaiveDateTime::parse_from_str(t, "%Y-%m-%dT%H:%M:%S") {
+        (dt.date(), Some(dt.format("%H:%M").to_string()))
+    } else if let Ok(d) = NaiveDate::parse_from_str(t, "%Y-%m-%d") {
+        (d, None)
+    } else {
+        return s.clone();
+    };
+    let with_year = date.year() != this_year;
+    let day = match (lang, with_year) {
+        (Lang::Zh, false) => format!("{}月{}日", date.month(), date.day()),
+        (Lang::Zh, true) => format!("{}年{}月{}日", date.year(), date.month(), date.day()),
+        (Lang::En, false) => date.format("%b %-d").to_string(),
+        (Lang::En, true) => date.format("%b %-d, %Y").to_string(),
+    };
+    match (time, lang) {
+        (Some(t), Lang::Zh) => format!("{day} {t}"),
+        (Some(t), Lang::En) => format!("{day}, {t}"),
+        (None, _) => day,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_read_as_people_write_them() {
+        use serde_json::json;
+        assert_eq!(human_value(&json!("2026-12-01"), Lang::Zh, 2026), "12月1日");
+        assert_eq!(human_value(&json!("2026-12-01T14:30"), Lang::Zh, 2026), "12月1日 14:30");
+        assert_eq!(human_value(&json!("2027-01-05"), Lang::Zh, 2026), "2027年1月5日");
+        assert_eq!(human_value(&json!("2026-12-01T14:30"), Lang::En, 2026), "Dec 1, 14:30");
+        assert_eq!(human_value(&json!("2027-01-05"), Lang::En, 2026), "Jan 5, 2027");
+        assert_eq!(human_value(&json!("白云机场"), Lang::Zh, 2026), "白云机场");
+        assert_eq!(human_value(&json!(120), Lang::Zh, 2026), "120");
+        assert_eq!(human_value(&json!("2026-13-40"), Lang::En, 2026), "2026-13-40");
+    }
 
     #[test]
     fn detects_the_language_by_script() {
