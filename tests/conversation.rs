@@ -386,3 +386,34 @@ async fn parts_no_card_covers_are_named_in_the_summary() {
     let text = done(&events)["content"].as_str().unwrap().to_string();
     assert!(!text.contains("无法处理"), "{text}");
 }
+
+/// Issue 17 item 5: the reply language belongs to the conversation. Values, names and widget
+/// forms keep it; a clearly different-language sentence changes it; an English answer uses the
+/// card's English texts.
+#[tokio::test]
+async fn the_language_belongs_to_the_conversation() {
+    let app = spawn_app().await;
+    let cjk = |events: &[Value]| {
+        done(events)["content"].as_str().unwrap().chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c))
+    };
+    let first = app.ask("帮我订个酒店", None).await;
+    let th = thread(&first);
+    assert!(cjk(&first));
+    // A city in English, then a widget form (no text): still Chinese.
+    let second = app.ask("Beijing", Some(&th)).await;
+    assert!(cjk(&second), "{:?}", done(&second)["content"]);
+    let third = app
+        .chat(json!({ "query": "", "user_id": "u1", "thread_id": th, "slots": { "check_in_date": "2026-12-01" } }))
+        .await;
+    assert!(cjk(&third), "{:?}", done(&third)["content"]);
+    assert_eq!(session(&app, &th, "u1").await.1["lang"], "zh");
+    // A clearly English sentence switches, and English texts of the card are used.
+    let fourth = app.ask("Please book a hotel in Shanghai for tomorrow", Some(&th)).await;
+    done(&fourth);
+    let started = of_stage(&fourth, "agent_started");
+    let text = started[0]["content"].as_str().unwrap();
+    assert!(text.starts_with("Working on: Hotel booking"), "{text}");
+    let planned = of_stage(&fourth, "plan_done")[0]["content"].as_str().unwrap();
+    assert!(planned.contains("Finds and books hotels") && !planned.contains("酒店"), "{planned}");
+    assert_eq!(session(&app, &th, "u1").await.1["lang"], "en");
+}

@@ -17,6 +17,6 @@ pub use load::{
 pub use model::{
     config_json_schema, Access, AgentId, AuthMode, AuthOverrides, AuthSettings, CapabilityCardSpec, CircuitOpenAction,
     ConfigFile, DateBound, EndpointSpec, ExtractSpec, GuardrailSettings, HumanDuration, InjectionAction, JwtSettings,
-    PlannerSettings, Protocol, SchemaSource, SemanticKeySpec, SupervisorSettings, TrustedHeaderSettings,
+    LocalizedText, PlannerSettings, Protocol, SchemaSource, SemanticKeySpec, SupervisorSettings, TrustedHeaderSettings,
     UnverifiedWrites, ValueType,
 };

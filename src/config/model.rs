@@ -297,6 +297,108 @@ impl PartialEq<AgentId> for String {
     }
 }
 
+/// A user-facing text of a card (`name`, `description`): a plain string, or one text per
+/// language — `{zh: "…", en: "…"}` (keys `zh`, `zh-CN`, `en`) — for a card whose users write in
+/// several (issue 17 item 5). Reads as the plain (primary) text: the Chinese one of a map, else
+/// its first; [`LocalizedText::for_lang`] picks the one for an answer's language.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LocalizedText {
+    text: String,
+    by_lang: BTreeMap<String, String>,
+}
+
+impl LocalizedText {
+    /// The text for `lang`: that language's own when the card gives one, else the plain text.
+    pub fn for_lang(&self, lang: crate::text::Lang) -> &str {
+        let keys: &[&str] = match lang {
+            crate::text::Lang::Zh => &["zh", "zh-CN"],
+            crate::text::Lang::En => &["en"],
+        };
+        keys.iter().find_map(|k| self.by_lang.get(*k)).map_or(self.text.as_str(), String::as_str)
+    }
+
+    /// Every text it holds (the plain one and each language's), for matching.
+    pub fn all(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.text.as_str())
+            .chain(self.by_lang.values().map(String::as_str).filter(move |t| *t != self.text))
+    }
+}
+
+impl std::ops::Deref for LocalizedText {
+    type Target = String;
+
+    fn deref(&self) -> &String {
+        &self.text
+    }
+}
+
+impl fmt::Display for LocalizedText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl From<String> for LocalizedText {
+    fn from(text: String) -> Self {
+        Self { text, by_lang: BTreeMap::new() }
+    }
+}
+
+impl From<&str> for LocalizedText {
+    fn from(text: &str) -> Self {
+        Self::from(text.to_string())
+    }
+}
+
+impl Serialize for LocalizedText {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.by_lang.is_empty() {
+            s.serialize_str(&self.text)
+        } else {
+            self.by_lang.serialize(s)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for LocalizedText {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Plain(String),
+            PerLanguage(BTreeMap<String, String>),
+        }
+        match Form::deserialize(d)? {
+            Form::Plain(text) => Ok(text.into()),
+            Form::PerLanguage(by_lang) => {
+                if let Some(bad) = by_lang.keys().find(|k| !["zh", "zh-CN", "en"].contains(&k.as_str())) {
+                    return Err(serde::de::Error::custom(format!("unknown language {bad:?} (zh, zh-CN or en)")));
+                }
+                let text = ["zh", "zh-CN", "en"].iter().find_map(|k| by_lang.get(*k)).cloned().unwrap_or_default();
+                Ok(Self { text, by_lang })
+            }
+        }
+    }
+}
+
+impl JsonSchema for LocalizedText {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "LocalizedText".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "anyOf": [
+            { "type": "string" },
+            { "type": "object", "minProperties": 1, "additionalProperties": false,
+              "properties": { "zh": { "type": "string" }, "zh-CN": { "type": "string" }, "en": { "type": "string" } } }
+        ] })
+    }
+}
+
 /// One capability card.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -305,12 +407,14 @@ pub struct CapabilityCardSpec {
     pub id: AgentId,
     /// Intent label shown to the planner. Required, except for an `a2a` agent registered by its
     /// Agent Card (then read from the card at every load).
+    /// A string, or one per language ([`LocalizedText`]).
     #[serde(default)]
-    pub name: String,
+    pub name: LocalizedText,
     /// What the agent does, in words a user understands (shown in capability answers). Required,
-    /// except for an `a2a` agent registered by its card.
+    /// except for an `a2a` agent registered by its card. A string, or one per language
+    /// ([`LocalizedText`]).
     #[serde(default)]
-    pub description: String,
+    pub description: LocalizedText,
     /// Optional business domain (e.g. `travel`, `insurance`, `it_support`). With many cards
     /// (more than 30) the recognizer scores domains first, then cards within the best domains;
     /// capability answers group cards by domain.

@@ -358,7 +358,7 @@ fn started_text(texts: &Texts, lang: Lang, agent: &CapabilityCard, task: &SubTas
         .filter(|v| !v.trim().is_empty())
         .take(VALUES_SHOWN)
         .collect();
-    let name = agent.spec.name.as_str();
+    let name = agent.spec.name.for_lang(lang);
     if values.is_empty() {
         return texts.get(lang, "stage-dispatch-started", &[("task", name.into())]);
     }

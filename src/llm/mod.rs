@@ -266,7 +266,7 @@ pub fn select_cards<'a>(registry: &'a Registry, query: &str) -> Vec<&'a Capabili
         .map(|(i, a)| {
             let s = &a.spec;
             let hits =
-                s.keywords.iter().chain([&s.name]).filter(|k| find_term(&lower, &Term::new(k)).is_some()).count() * 3;
+                s.keywords.iter().chain([&*s.name]).filter(|k| find_term(&lower, &Term::new(k)).is_some()).count() * 3;
             let text = format!("{} {}", s.description, s.examples.join(" ")).to_lowercase();
             let overlap = units.iter().filter(|u| text.contains(u.as_str())).count();
             (hits + overlap, i)

@@ -727,11 +727,15 @@ fn card_fields_terms(spec: &CapabilityCardSpec) -> HashMap<String, (f32, Field)>
             }
         }
     };
-    add(&spec.name, Field::Name);
+    for name in spec.name.all() {
+        add(name, Field::Name);
+    }
     for k in &spec.keywords {
         add(k, Field::Keyword);
     }
-    add(&spec.description, Field::Description);
+    for description in spec.description.all() {
+        add(description, Field::Description);
+    }
     for e in &spec.examples {
         add(e, Field::Example);
     }
@@ -763,9 +767,10 @@ fn domain_index(domains: &mut Vec<String>, spec: &CapabilityCardSpec) -> Option<
 
 /// The card's name, keywords, description and examples, normalized, one a line.
 fn own_text(spec: &CapabilityCardSpec) -> String {
-    std::iter::once(spec.name.as_str())
+    spec.name
+        .all()
         .chain(spec.keywords.iter().map(String::as_str))
-        .chain([spec.description.as_str()])
+        .chain(spec.description.all())
         .chain(spec.examples.iter().map(String::as_str))
         .map(|t| Normalized::new(t).text)
         .collect::<Vec<_>>()
@@ -888,7 +893,7 @@ impl KeywordIndex {
         let mut keyword_stems = Vec::new();
         let mut exact_examples: HashMap<String, Vec<u32>> = HashMap::new();
         for (i, spec) in cards.iter().enumerate() {
-            for term in spec.keywords.iter().chain([&spec.name]) {
+            for term in spec.keywords.iter().map(String::as_str).chain(spec.name.all()) {
                 let lower = Normalized::new(term.trim()).text;
                 if lower.is_empty() {
                     continue;
@@ -897,15 +902,15 @@ impl KeywordIndex {
                 if word {
                     let stems: Vec<String> = words(&lower).into_iter().map(|w| w.stem).collect();
                     if !stems.is_empty() {
-                        keyword_stems.push((i as u32, stems, term.clone()));
+                        keyword_stems.push((i as u32, stems, term.to_string()));
                     }
                 }
                 for variant in separable_forms(&lower) {
                     patterns.push(variant);
-                    keyword_meta.push((i as u32, term.clone(), false));
+                    keyword_meta.push((i as u32, term.to_string(), false));
                 }
                 patterns.push(lower);
-                keyword_meta.push((i as u32, term.clone(), word));
+                keyword_meta.push((i as u32, term.to_string(), word));
             }
             for e in &spec.examples {
                 let key = normalize(e);

@@ -57,16 +57,16 @@ pub fn question(recognition: &Recognition, query: &str) -> Option<IntentChoice> 
     (!candidates.is_empty()).then(|| IntentChoice { query: query.to_string(), candidates })
 }
 
-/// The offered candidates with their user-facing names and descriptions (cards no longer
-/// enabled are left out).
-pub fn offered(registry: &Registry, candidates: &[String]) -> Vec<ChoiceCandidate> {
+/// The offered candidates with their user-facing names and descriptions in `lang` (cards no
+/// longer enabled are left out).
+pub fn offered(registry: &Registry, candidates: &[String], lang: crate::text::Lang) -> Vec<ChoiceCandidate> {
     candidates
         .iter()
         .filter_map(|id| registry.get_enabled(id))
         .map(|card| ChoiceCandidate {
             agent_id: card.id().to_string(),
-            name: card.spec.name.clone(),
-            description: card.spec.description.clone(),
+            name: card.spec.name.for_lang(lang).to_string(),
+            description: card.spec.description.for_lang(lang).to_string(),
         })
         .collect()
 }
@@ -100,7 +100,9 @@ pub fn pick(
     }
     let lower = text.to_lowercase();
     let named = candidates.iter().find(|id| {
-        registry.get(id).is_some_and(|c| !c.spec.name.trim().is_empty() && lower.contains(&c.spec.name.to_lowercase()))
+        registry
+            .get(id)
+            .is_some_and(|c| c.spec.name.all().any(|n| !n.trim().is_empty() && lower.contains(&n.to_lowercase())))
     });
     if let Some(id) = named {
         return Some(id.clone());

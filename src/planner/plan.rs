@@ -336,6 +336,9 @@ pub fn build(
     reasoning: String,
 ) -> (TaskPlan, Map<String, Value>) {
     let (mut draft, found) = fill_keys(&candidates, src, plan_id);
+    for (task, cand) in draft.tasks.iter_mut().zip(&candidates) {
+        task.description = cand.agent.task_description(lang);
+    }
     link_producers(&candidates, &mut draft);
     let order = break_cycles(&mut draft);
     let (semantic_info, missing_keys) = mark_blocked(&candidates, &mut draft, &order);
@@ -418,7 +421,7 @@ fn fill_keys(candidates: &[Candidate], src: KeySources<'_>, plan_id: &str) -> (D
         });
         draft.tasks.push(SubTask {
             task_id,
-            description: cand.agent.task_description(),
+            description: String::new(), // in the turn's language, by `build`
             assigned_agent: cand.agent.spec.id.to_string(),
             inputs,
             dependencies: Vec::new(),

@@ -161,10 +161,10 @@ impl CapabilityCard {
         self.spec.endpoint.protocol
     }
 
-    /// The user-facing phrase for a sub-task of this agent: its description without trailing
-    /// punctuation.
-    pub fn task_description(&self) -> String {
-        self.spec.description.trim().trim_end_matches(['。', '.', '！', '!', '；', ';']).to_string()
+    /// The user-facing phrase for a sub-task of this agent in `lang`: its description (that
+    /// language's when the card gives one) without trailing punctuation.
+    pub fn task_description(&self, lang: crate::text::Lang) -> String {
+        self.spec.description.for_lang(lang).trim().trim_end_matches(['。', '.', '！', '!', '；', ';']).to_string()
     }
 }
 
@@ -241,7 +241,7 @@ impl Registry {
                 }
             }
             let spec = &resolved.spec;
-            let matcher = TermMatcher::new(spec.keywords.iter().chain([&spec.name]), &spec.examples);
+            let matcher = TermMatcher::new(spec.keywords.iter().chain([&*spec.name]), &spec.examples);
             agents.push(Arc::new(CapabilityCard {
                 input_validator: compile(&resolved.input_schema, format!("/agents/{i}/input_schema"))?,
                 output_validator: compile(&resolved.output_schema, format!("/agents/{i}/output_schema"))?,

@@ -32,6 +32,7 @@ use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
 use crate::conversation::{Conversation, ConversationState, Escalation, PendingChoice, PendingClarification};
+use crate::text::Lang;
 
 /// One finished turn of the short-term memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,6 +77,9 @@ pub struct Session {
     pub conversation: Conversation,
     /// When it was last saved.
     pub updated_at: DateTime<Utc>,
+    /// The conversation's language: its first confident detection, changed only by a clearly
+    /// different-language sentence ([`Lang::confident`]); `None` in sessions stored before it.
+    pub lang: Option<Lang>,
 }
 
 /// The stored form of a [`Session`].
@@ -99,6 +103,8 @@ struct SessionDoc {
     choice: Option<PendingChoice>,
     #[serde(default = "crate::conversation::rfc3339::epoch", with = "crate::conversation::rfc3339")]
     updated_at: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lang: Option<Lang>,
 }
 
 impl From<SessionDoc> for Session {
@@ -122,6 +128,7 @@ impl From<SessionDoc> for Session {
                 last_query: d.current_query,
             },
             updated_at: d.updated_at,
+            lang: d.lang,
         }
     }
 }
@@ -147,6 +154,7 @@ impl From<Session> for SessionDoc {
             escalated,
             choice,
             updated_at: s.updated_at,
+            lang: s.lang,
         }
     }
 }
@@ -173,6 +181,7 @@ impl Session {
             slots: Map::new(),
             conversation: Conversation::default(),
             updated_at: DateTime::<Utc>::UNIX_EPOCH,
+            lang: None,
         }
     }
 

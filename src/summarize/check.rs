@@ -161,7 +161,7 @@ fn mentions(registry: &Registry, text: &str, lower: &str, agent: &str, descripti
         return true;
     }
     let Some(card) = registry.get(agent) else { return true };
-    if lower.contains(&card.spec.name.to_lowercase()) {
+    if card.spec.name.all().any(|n| !n.trim().is_empty() && lower.contains(&n.to_lowercase())) {
         return true;
     }
     let rec = registry.recognizer.recognize(text);

@@ -251,8 +251,9 @@ fn auth_lines(plan: &TaskPlan) -> impl Iterator<Item = String> + '_ {
 /// their domain (in first-seen order) when cards declare one.
 fn capabilities(registry: &Registry, lang: Lang) -> String {
     let texts = registry.texts();
-    let line =
-        |a: &crate::registry::CapabilityCard| texts.get(lang, "list-item", &[("text", a.task_description().into())]);
+    let line = |a: &crate::registry::CapabilityCard| {
+        texts.get(lang, "list-item", &[("text", a.task_description(lang).into())])
+    };
     if registry.enabled().all(|a| a.spec.domain.is_none()) {
         return registry.enabled().map(|a| line(a)).collect::<Vec<_>>().join("\n");
     }

@@ -169,10 +169,25 @@ impl Supervisor {
             return;
         }
         let turn_started = std::time::Instant::now();
-        // A turn without words (a widget form, a bare date) answers in the conversation's language.
-        let earlier =
-            guard.session.history.iter().rev().map(|h| h.query.as_str()).find(|q| q.chars().any(char::is_alphabetic));
-        let lang = Lang::of_turn(&req.query, earlier.map_or(lang, Lang::detect));
+        // The conversation's language (issue 17 item 5): the session's, else (sessions stored
+        // before it was kept) its last worded query's; a turn changes it only with a sentence
+        // clearly in another language — a widget form, "120" or "CA1234" do not.
+        let conversation = guard.session.lang.unwrap_or_else(|| {
+            let earlier = guard
+                .session
+                .history
+                .iter()
+                .rev()
+                .map(|h| h.query.as_str())
+                .find(|q| q.chars().any(char::is_alphabetic));
+            earlier.map_or(lang, Lang::detect)
+        });
+        let lang = if guard.session.lang.is_none() && guard.session.history.is_empty() {
+            Lang::confident(&req.query).unwrap_or(lang)
+        } else {
+            Lang::of_turn(&req.query, conversation)
+        };
+        guard.session.lang = Some(lang);
         let ctx = turn::TurnCtx::new(&registry, &req, &thread_id, lang, &sink, Utc::now(), deadline);
         let before = guard.session.clone();
         let answer = tokio::select! {

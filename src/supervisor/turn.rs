@@ -134,7 +134,7 @@ impl Supervisor {
     /// A did-you-mean question: counts its round (escalating when exhausted), stores it as the
     /// pending choice and ends the turn with its `semantic_info` (`type: "intent"`).
     fn ask_choice(&self, t: &TurnCtx<'_>, session: &mut Session, question: IntentChoice, intro: Intro) -> String {
-        let offered = choice::offered(t.registry, &question.candidates);
+        let offered = choice::offered(t.registry, &question.candidates, t.lang);
         if offered.is_empty() {
             let text = summarize::direct_answer(t.registry, crate::planner::SimpleIntent::OutOfScope, t.lang);
             let text = match intro {

@@ -25,10 +25,10 @@ pub use lexicon::{Lexicon, Lexicons};
 pub const LEXICON_FILE: &str = "lexicons.txt";
 pub use fluent_bundle::FluentValue;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The language user-facing text is written in, from the script of the query.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Lang {
     /// Chinese: the query contains CJK characters.
@@ -50,13 +50,43 @@ impl Lang {
         }
     }
 
-    /// The language of a turn's `text`; a text without words (empty, form values only, a bare
-    /// date or number) keeps `conversation`'s language.
+    /// The language of a turn's `text` in a conversation held in `conversation`: the text's
+    /// language when it is confidently one ([`Lang::confident`]), else the conversation's — a
+    /// widget form (empty text), "120", "CA1234", "Dec 1, 14:30" or "OK" in a Chinese
+    /// conversation stay Chinese; "北京" in an English one stays English.
     pub fn of_turn(text: &str, conversation: Self) -> Self {
-        if text.chars().any(char::is_alphabetic) {
-            Self::detect(text)
+        Self::confident(text).unwrap_or(conversation)
+    }
+
+    /// The language `text` is clearly written in, if any — a sentence, not a name or a value:
+    /// Chinese with at least three CJK ideographs, one of them a word of sentences (我 / 要 /
+    /// 吗 / 帮 …), and no more Latin words than ideographs; English with more Latin words (two
+    /// letters or more, no digits) than ideographs and either three of them or two with a
+    /// function word (a / the / my / please …). "白云机场", "CA1234", "Dec 1, 14:30",
+    /// "Baiyun Airport" and "OK" say nothing of the language.
+    pub fn confident(text: &str) -> Option<Self> {
+        const ZH_SENTENCE: &str = "我你您的了吗呢吧帮要想请是在有么怎哪谁能会不没给把让";
+        const EN_FUNCTION: &[&str] =
+            &["a", "an", "the", "my", "me", "i", "you", "to", "for", "please", "can", "what", "how", "is", "are", "do"];
+        let cjk = text.chars().filter(|&c| is_cjk(c)).count();
+        let sentence_char = text.chars().any(|c| ZH_SENTENCE.contains(c));
+        // Addresses and links are values, not words.
+        let values_out: Vec<&str> =
+            text.split_whitespace().filter(|c| !c.contains('@') && !c.contains("://")).collect();
+        let tokens: Vec<String> = values_out
+            .join(" ")
+            .split(|c: char| !(c.is_alphanumeric() || c == '\'') || is_cjk(c))
+            .filter(|w| !w.is_empty() && !w.chars().any(|c| c.is_ascii_digit()))
+            .map(str::to_lowercase)
+            .collect();
+        let words = tokens.iter().filter(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 2).count();
+        let function = tokens.iter().any(|w| EN_FUNCTION.contains(&w.as_str()));
+        if cjk >= 3 && sentence_char && cjk >= words {
+            Some(Self::Zh)
+        } else if words > cjk && (words >= 3 || (words >= 2 && function)) {
+            Some(Self::En)
         } else {
-            conversation
+            None
         }
     }
 
@@ -155,8 +185,18 @@ mod tests {
         // A turn without words keeps the conversation's language.
         assert_eq!(Lang::of_turn("", Lang::Zh), Lang::Zh);
         assert_eq!(Lang::of_turn("2026-12-01", Lang::Zh), Lang::Zh);
-        assert_eq!(Lang::of_turn("hello", Lang::Zh), Lang::En);
-        assert_eq!(Lang::of_turn("北京", Lang::En), Lang::Zh);
+        // Values, names and codes keep the conversation's language (issue 17 item 5).
+        for value in ["120", "CA1234", "Dec 1, 14:30", "OK", "hello", "Baiyun Airport", "zhang.san@example.com"] {
+            assert_eq!(Lang::of_turn(value, Lang::Zh), Lang::Zh, "{value}");
+        }
+        for value in ["北京", "白云机场", "明天", "12月1日 14:30"] {
+            assert_eq!(Lang::of_turn(value, Lang::En), Lang::En, "{value}");
+        }
+        // A clearly different-language sentence changes it.
+        assert_eq!(Lang::of_turn("book a hotel", Lang::Zh), Lang::En);
+        assert_eq!(Lang::of_turn("What's the weather in Beijing?", Lang::Zh), Lang::En);
+        assert_eq!(Lang::of_turn("帮我订酒店", Lang::En), Lang::Zh);
+        assert_eq!(Lang::of_turn("上海呢", Lang::En), Lang::Zh);
         assert_eq!(Lang::from_locale("zh-CN"), Some(Lang::Zh));
         assert_eq!(Lang::from_locale("zh_CN"), None);
         for lang in Lang::ALL {

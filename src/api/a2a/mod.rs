@@ -61,8 +61,8 @@ pub async fn agent_card(State(state): State<AppState>, headers: HeaderMap) -> Js
         .enabled()
         .map(|a| AgentSkill {
             id: a.spec.id.to_string(),
-            name: a.spec.name.clone(),
-            description: a.spec.description.clone(),
+            name: a.spec.name.to_string(),
+            description: a.spec.description.to_string(),
             tags: a.spec.keywords.clone(),
             examples: Some(a.spec.examples.clone()),
             input_modes: None,

@@ -92,10 +92,10 @@ pub async fn resolve_agent_cards(loaded: &mut LoadedConfig, limits: DispatchLimi
                 hasher.update(serde_json::to_string(&card).unwrap_or_default().as_bytes());
                 let spec = &mut agent.spec;
                 if spec.name.trim().is_empty() {
-                    spec.name = card.name.clone();
+                    spec.name = card.name.clone().into();
                 }
                 if spec.description.trim().is_empty() {
-                    spec.description = card.description.clone();
+                    spec.description = card.description.clone().into();
                 }
                 if spec.keywords.is_empty() {
                     spec.keywords =
@@ -111,7 +111,7 @@ pub async fn resolve_agent_cards(loaded: &mut LoadedConfig, limits: DispatchLimi
                 tracing::warn!(agent = %agent.spec.id, %reason, "agent unavailable");
                 hasher.update(reason.as_bytes());
                 if agent.spec.name.trim().is_empty() {
-                    agent.spec.name.clone_from(&agent.spec.id.to_string());
+                    agent.spec.name = agent.spec.id.to_string().into();
                 }
                 agent.unavailable = Some(reason);
             }
