@@ -426,12 +426,50 @@ async fn session_slots_carry_over_between_turns() {
     let app = spawn_app().await;
     let first = app.ask("上海天气怎么样", None).await;
     let th = thread(&first);
-    // The city said in the first turn fills the hotel's city; the date comes from this turn.
+    // The city said in the first turn fills the hotel's city; the date comes from this turn. The
+    // hotel card books (`confirm: true`), so the remembered city is confirmed first (issue 17
+    // item 4): nothing is dispatched until the user says yes.
     let second = app.ask("帮我订个酒店，2026-12-01入住", Some(&th)).await;
-    done(&second);
+    let info = &done(&second)["metadata"]["semantic_info"][0];
+    assert_eq!(info["type"], "confirm", "{info}");
+    assert_eq!(info["keys"], json!(["city"]));
+    assert_eq!(info["values"], json!(["上海"]));
+    assert_eq!(info["fe_widgets_suggestion"], json!(["confirm_dialog"]));
+    let text = done(&second)["content"].as_str().unwrap();
+    assert!(text.contains("请确认") && text.contains("入住城市：上海"), "{text}");
+    assert!(app.calls("hotel_agent").is_empty(), "not before the yes");
+    done(&app.ask("确认", Some(&th)).await);
     let calls = app.calls("hotel_agent");
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].body["inputs"]["city"], "上海");
+    assert_eq!(calls[0].body["inputs"]["check_in_date"], "2026-12-01");
+}
+
+/// Issue 17 item 4: remembered values of a booking are confirmed; a no drops the booking, new
+/// values replace the remembered ones, a value stated in the turn needs no confirmation.
+#[tokio::test]
+async fn remembered_values_of_a_booking_are_confirmed_first() {
+    let app = spawn_app().await;
+    let th = thread(&app.ask("帮我订北京的酒店，2026-12-01入住", None).await);
+    assert_eq!(app.calls("hotel_agent").len(), 1, "values stated this turn: no confirmation");
+    // The same request again, naming nothing: both values are remembered.
+    let again = app.ask("再帮我订个酒店", Some(&th)).await;
+    let info = &done(&again)["metadata"]["semantic_info"][0];
+    assert_eq!(info["type"], "confirm");
+    assert_eq!(info["keys"], json!(["city", "check_in_date"]));
+    let no = app.ask("不", Some(&th)).await;
+    assert!(done(&no)["metadata"]["state"]["cancelled"].is_array(), "{:?}", done(&no)["metadata"]);
+    assert_eq!(app.calls("hotel_agent").len(), 1, "a no books nothing");
+    // Asked again, the user changes the city: the new one is used, the date is still confirmed.
+    app.ask("再帮我订个酒店", Some(&th)).await;
+    let changed = app.ask("改成上海", Some(&th)).await;
+    let info = &done(&changed)["metadata"]["semantic_info"][0];
+    assert_eq!(info["type"], "confirm", "{info}");
+    assert_eq!(info["keys"], json!(["check_in_date"]));
+    done(&app.ask("好的", Some(&th)).await);
+    let calls = app.calls("hotel_agent");
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[1].body["inputs"]["city"], "上海");
 }
 
 /// Issue 17 item 10: a progress text names the capability and what it does with the sub-task's

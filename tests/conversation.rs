@@ -40,7 +40,12 @@ async fn a_hotel_after_a_flight_reuses_the_arrival_city() {
     let second = app.ask("再帮我订个酒店", Some(&th)).await;
     let info = &of_stage(&second, "blocked")[0]["metadata"]["semantic_info"][0];
     assert_eq!(info["keys"], json!(["check_in_date"]), "the city is known from the flight");
-    done(&app.ask("明天入住", Some(&th)).await);
+    // The date comes; the city the flight lands in is remembered, so the booking asks first.
+    let third = app.ask("明天入住", Some(&th)).await;
+    let info = &done(&third)["metadata"]["semantic_info"][0];
+    assert_eq!((info["type"].as_str(), info["values"][0].as_str()), (Some("confirm"), Some("广州")), "{info}");
+    assert!(app.calls("hotel_agent").is_empty());
+    done(&app.ask("是的", Some(&th)).await);
     let calls = app.calls("hotel_agent");
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].body["inputs"]["city"], "广州");

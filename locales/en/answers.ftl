@@ -13,6 +13,11 @@ summary-unhandled-header = I can't help with these parts of your request:
 summary-needed-header = Still needed from you:
 # $examples: the example values, joined with summary-example-separator.
 summary-needed-hint = Just reply, for example: "{ $examples }", or fill in the form.
+# A yes / no question before remembered values drive a write. $task: the capability's name;
+# $values: confirm-value items joined with value-separator.
+confirm-ask = Shall I go ahead with { $task } using { $values }? Reply "yes", or tell me what to change.
+# $key: the key's description; $value: the remembered value.
+confirm-value = { $key }: { $value }
 summary-needed-hint-no-form = Just reply, for example: "{ $examples }".
 summary-example-separator = { ", " }
 summary-nothing = There was nothing to do.

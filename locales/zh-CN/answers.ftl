@@ -13,6 +13,11 @@ summary-unhandled-header = 以下请求我暂时无法处理：
 summary-needed-header = 还需要您提供：
 # $examples: the example values, joined with summary-example-separator.
 summary-needed-hint = 您可以直接回复，例如：“{ $examples }”，或在表单中填写。
+# A yes / no question before remembered values drive a write. $task: the capability's name;
+# $values: confirm-value items joined with value-separator.
+confirm-ask = 请确认是否按以下信息为您办理{ $task }：{ $values }。回复“确认”继续，或直接告诉我要修改的内容。
+# $key: the key's description; $value: the remembered value.
+confirm-value = { $key }：{ $value }
 summary-needed-hint-no-form = 您可以直接回复，例如：“{ $examples }”。
 summary-example-separator = ，
 summary-nothing = 没有需要执行的任务。

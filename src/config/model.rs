@@ -451,6 +451,11 @@ pub struct CapabilityCardSpec {
     /// blocked, never dispatched. Every dispatch to a `write` agent is audited.
     #[serde(default)]
     pub access: Access,
+    /// Ask the user to confirm before a sub-task of this card runs on values remembered from
+    /// earlier turns rather than stated in this one (Switchboard extension; `access: write`
+    /// cards always do). Default `false`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub confirm: bool,
     /// Scopes a verified user must hold for this agent's `write` sub-tasks (Switchboard
     /// extension; ignored for `read` agents).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -26,6 +26,7 @@ fn task(agent: &str) -> SubTask {
         message: None,
         reason: None,
         remote: None,
+        confirm: Vec::new(),
     }
 }
 

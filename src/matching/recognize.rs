@@ -394,6 +394,19 @@ impl Recognizer {
             merge(&mut per_card, scored);
         }
 
+        let Ranked { selected, uncertain, candidates } = self.rank(per_card, clauses.len() == 1);
+        Recognition {
+            selected,
+            uncertain,
+            candidates,
+            clauses: clauses.iter().map(|&(s, e)| query[norm.orig(s)..norm.orig(e)].trim().to_string()).collect(),
+            unhandled,
+        }
+    }
+
+    /// The per-card aggregates as the recognition's lists: selected (by first mention),
+    /// uncertain and every candidate (best first); a near tie in a one-clause query asks.
+    fn rank(&self, per_card: HashMap<u32, CardAgg>, one_clause: bool) -> Ranked {
         let mut selected: Vec<Selected> = Vec::new();
         let mut candidates: Vec<CardScore> = Vec::new();
         let mut uncertain: Vec<CardScore> = Vec::new();
@@ -428,20 +441,14 @@ impl Recognizer {
         };
         candidates.sort_by(by_conf);
         uncertain.sort_by(by_conf);
-        if clauses.len() == 1 && ambiguous(&selected, &candidates, &keyword_found, &negated) {
+        if one_clause && ambiguous(&selected, &candidates, &keyword_found, &negated) {
             // Two cards about as likely, neither named: ask rather than guess (Rasa's ambiguity
             // threshold).
             selected.clear();
             uncertain =
                 candidates.iter().filter(|c| c.confidence >= UNCERTAIN && !negated.contains(&c.id)).cloned().collect();
         }
-        Recognition {
-            selected,
-            uncertain,
-            candidates,
-            clauses: clauses.iter().map(|&(s, e)| query[norm.orig(s)..norm.orig(e)].trim().to_string()).collect(),
-            unhandled,
-        }
+        Ranked { selected, uncertain, candidates }
     }
 
     /// The parts of a request no card covers, as written ("订酒店和火车票" with no train card:
@@ -1198,6 +1205,13 @@ fn select(out: &mut [ClauseScore]) {
             taken.extend(c.spans.iter().map(|&(s, e, _)| (s, e)));
         }
     }
+}
+
+/// The recognition's three lists, before the clauses and unhandled parts are added.
+struct Ranked {
+    selected: Vec<Selected>,
+    uncertain: Vec<CardScore>,
+    candidates: Vec<CardScore>,
 }
 
 /// What one clause selected: the evidence spans of its selected cards, and whether a card was

@@ -234,6 +234,9 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
         if cancel {
             return decide(result, "cancel words with a pending clarification", Decision::Cancel);
         }
+        if let Some(decided) = answer_confirmation(registry, &input, pending, src, simple, result.clone()) {
+            return decided;
+        }
         // An A2A agent's own question is answered by whatever the user says next.
         let answers_remote = pending.iter().any(|t| t.remote.is_some()) && !input.query.trim().is_empty();
         let supplies = answers_remote || supplies_pending(registry, pending, src);
@@ -425,6 +428,51 @@ fn resume(
     let (plan, found) =
         plan::build(registry.texts(), candidates, src, &plan_id, input.lang, "resume pending sub-tasks".into());
     Some(TurnDecision { intent: result, decision: Decision::Plan { plan, found, mode: PlanMode::Resumed } })
+}
+
+/// The answer to a pending confirmation of remembered values (issue 17 item 4), when one is
+/// pending: a short no (`deny` words) drops the request like cancel; a short yes (`affirm`)
+/// runs it with the values as they are; small talk is answered and leaves it pending (`None`);
+/// anything else plans it again with the values the turn states — the ones still only
+/// remembered are asked about again.
+fn answer_confirmation(
+    registry: &Registry,
+    input: &TurnInput<'_>,
+    pending: &[SubTask],
+    src: KeySources<'_>,
+    simple: Option<SimpleIntent>,
+    result: IntentResult,
+) -> Option<TurnDecision> {
+    if pending.iter().all(|t| t.confirm.is_empty()) {
+        return None;
+    }
+    let lower = input.query.trim().to_lowercase();
+    let short = !lower.is_empty() && lower.chars().count() <= 12;
+    if short && registry.lexicons.matches(crate::text::Lexicon::Deny, &lower) {
+        return Some(decided(result, "the user declined the confirmation", Decision::Cancel));
+    }
+    let yes = short && registry.lexicons.matches(crate::text::Lexicon::Affirm, &lower);
+    let chat = matches!(
+        simple,
+        Some(SimpleIntent::Greeting | SimpleIntent::Thanks | SimpleIntent::Capabilities | SimpleIntent::ChitChat)
+    );
+    if !yes && chat {
+        return None;
+    }
+    let tasks: Vec<SubTask> = pending
+        .iter()
+        .cloned()
+        .map(|mut t| {
+            if !yes {
+                for k in &t.confirm {
+                    t.inputs.remove(k);
+                }
+            }
+            t.confirm.clear();
+            t
+        })
+        .collect();
+    resume(registry, input, &tasks, src, true, result)
 }
 
 /// Plans the given agents as a fresh request (used when intents come from elsewhere, e.g. a

@@ -78,6 +78,10 @@ pub struct SubTask {
     /// input).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<RemoteTask>,
+    /// Keys whose remembered values wait for the user's yes before this sub-task runs
+    /// (extension; the `confirm` entry of `semantic_info`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub confirm: Vec<String>,
 }
 
 /// An A2A task left in `TASK_STATE_INPUT_REQUIRED`: the next turn continues it.
@@ -116,6 +120,9 @@ pub enum MissKind {
     /// Not a key: the sub-task's agent is `access: write` and the caller is not verified or
     /// lacks its scopes (extension; `auth` says which).
     Auth,
+    /// Not missing: values remembered from earlier turns would drive a write (or `confirm`)
+    /// card; the user is asked yes / no first (extension; `values` holds them, in `keys` order).
+    Confirm,
 }
 
 /// Why an `auth` entry of `semantic_info` blocks its sub-task (extension).
@@ -164,6 +171,9 @@ pub struct SemanticInfo {
     /// For `type: "auth"`: what is missing (extension).
     #[serde(default)]
     pub auth: Option<AuthNeed>,
+    /// For a `confirm` entry: the remembered values to confirm, in `keys` order.
+    #[serde(default)]
+    pub values: Vec<Value>,
 }
 
 impl Serialize for SemanticInfo {
@@ -187,6 +197,8 @@ impl Serialize for SemanticInfo {
             reasons: &'a [Rejection],
             #[serde(skip_serializing_if = "Option::is_none")]
             auth: Option<&'a AuthNeed>,
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            values: &'a [Value],
         }
         Wire {
             kind: self.kind,
@@ -200,6 +212,7 @@ impl Serialize for SemanticInfo {
             rejected_values: &self.rejected_values,
             reasons: &self.reasons,
             auth: self.auth.as_ref(),
+            values: &self.values,
         }
         .serialize(s)
     }
@@ -373,6 +386,8 @@ struct Draft {
     deps: Vec<BTreeSet<usize>>,
     /// Data-flow edges: (task, producer, key index).
     edges: Vec<(usize, usize, usize)>,
+    /// Key indices filled from the session's memory (not stated this turn).
+    remembered: Vec<Vec<usize>>,
 }
 
 /// Fills every candidate's keys (a value already in its inputs wins, then this turn's slots, the
@@ -387,6 +402,7 @@ fn fill_keys(candidates: &[Candidate], src: KeySources<'_>, plan_id: &str) -> (D
         invalid: vec![Vec::new(); n],
         deps: candidates.iter().map(|c| c.depends_on.iter().copied().filter(|&j| j < n).collect()).collect(),
         edges: Vec::new(),
+        remembered: vec![Vec::new(); n],
     };
     let mut used_ids: HashSet<String> = candidates.iter().filter_map(|c| c.task_id.clone()).collect();
     let mut counter = 0;
@@ -405,6 +421,8 @@ fn fill_keys(candidates: &[Candidate], src: KeySources<'_>, plan_id: &str) -> (D
                 Some((Ok(()), v)) => {
                     if fresh.is_some() {
                         found.insert(name.clone(), v.clone());
+                    } else {
+                        draft.remembered[i].push(k);
                     }
                     inputs.insert(name.clone(), v);
                 }
@@ -430,6 +448,7 @@ fn fill_keys(candidates: &[Candidate], src: KeySources<'_>, plan_id: &str) -> (D
             output: None,
             message: None,
             remote: cand.remote.clone(),
+            confirm: Vec::new(),
         });
     }
     (draft, found)
@@ -507,6 +526,7 @@ fn mark_blocked(candidates: &[Candidate], draft: &mut Draft, order: &[usize]) ->
                 rejected_values: rejected.iter().map(|(_, v, _)| v.clone()).collect(),
                 reasons: rejected.iter().map(|(_, _, why)| *why).collect(),
                 auth: None,
+                values: Vec::new(),
             });
             for k in keys {
                 if !missing_keys.contains(&k.spec.key) {
@@ -518,15 +538,58 @@ fn mark_blocked(candidates: &[Candidate], draft: &mut Draft, order: &[usize]) ->
         if !draft.missing[i].is_empty() || !draft.invalid[i].is_empty() {
             task.status = TaskStatus::Blocked;
             task.reason = Some("missing or invalid semantic keys".into());
+            // A card that confirms remembered values does not keep them while it waits: they
+            // are remembered again, and confirmed, once the missing keys come.
+            if needs_confirmation(agent) {
+                for &k in &draft.remembered[i] {
+                    task.inputs.remove(&agent.keys[k].spec.key);
+                }
+            }
         } else if waits_on_blocked {
             task.status = TaskStatus::Blocked;
             task.reason = Some("waiting for a blocked sub-task".into());
+        } else if let Some(info) = confirmation(agent, task, &draft.remembered[i]) {
+            task.status = TaskStatus::Blocked;
+            task.reason = Some("waiting for the user's confirmation".into());
+            task.confirm = info.keys.clone();
+            semantic_info.push(info);
         }
     }
     // Keep semantic_info in plan order, not topological order.
     semantic_info.sort_by_key(|s| draft.tasks.iter().position(|t| t.task_id == s.task_id));
     (semantic_info, missing_keys)
 }
+
+/// The `confirm` entry for a sub-task of a write (or `confirm: true`) card that would run on
+/// `remembered` values (key indices) no one stated this turn (issue 17 item 4); `None` when the
+/// card needs no confirmation or every value is fresh.
+fn confirmation(agent: &CapabilityCard, task: &SubTask, remembered: &[usize]) -> Option<SemanticInfo> {
+    if !needs_confirmation(agent) || remembered.is_empty() {
+        return None;
+    }
+    let keys: Vec<&KeyDef> = remembered.iter().map(|&k| &agent.keys[k]).collect();
+    Some(SemanticInfo {
+        kind: MissKind::Confirm,
+        sub_agent_id: agent.spec.id.to_string(),
+        task_id: task.task_id.clone(),
+        keys: keys.iter().map(|k| k.spec.key.clone()).collect(),
+        key_descriptions: keys.iter().map(|k| k.spec.description.clone()).collect(),
+        fe_widgets_suggestion: vec![CONFIRM_WIDGET.to_string()],
+        candidates: Vec::new(),
+        rejected_values: Vec::new(),
+        reasons: Vec::new(),
+        auth: None,
+        values: keys.iter().map(|k| task.inputs.get(&k.spec.key).cloned().unwrap_or(Value::Null)).collect(),
+    })
+}
+
+/// Whether sub-tasks of `agent` confirm remembered values: `access: write` or `confirm: true`.
+fn needs_confirmation(agent: &CapabilityCard) -> bool {
+    agent.spec.confirm || agent.spec.access == crate::config::Access::Write
+}
+
+/// The widget id of a yes / no confirmation (in the demo `widgets_map.json`).
+pub const CONFIRM_WIDGET: &str = "confirm_dialog";
 
 /// Whether an agent's sub-tasks may not run for this caller: why, and the card's scopes.
 pub type DenyFn<'a> = dyn Fn(&str) -> Option<(crate::auth::Denied, Vec<String>)> + 'a;
@@ -559,6 +622,7 @@ pub fn block_denied(texts: &Texts, plan: &mut TaskPlan, lang: Lang, denied: &Den
             rejected_values: Vec::new(),
             reasons: Vec::new(),
             auth: Some(AuthNeed { code: why.code().into(), scopes, missing_scopes: missing, message: message.clone() }),
+            values: Vec::new(),
         };
         let at = plan
             .semantic_info
@@ -678,6 +742,7 @@ mod tests {
             output: None,
             message: None,
             remote: None,
+            confirm: Vec::new(),
         };
         let (p, b) = (TaskStatus::Pending, TaskStatus::Blocked);
         let t = Texts::shipped();

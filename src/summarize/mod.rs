@@ -78,7 +78,7 @@ pub fn sections(registry: &Registry, plan: &TaskPlan, lang: Lang) -> Sections {
         out.failed.extend(failed);
     }
 
-    let Needed { lines: mut needed, examples, form } = still_needed(registry, plan, lang);
+    let Needed { lines: mut needed, examples, form, confirm } = still_needed(registry, plan, lang);
     // Questions asked by A2A agents themselves.
     for t in plan.sub_tasks.iter().filter(|t| t.status == TaskStatus::Blocked) {
         if let Some(remote) = &t.remote {
@@ -90,6 +90,7 @@ pub fn sections(registry: &Registry, plan: &TaskPlan, lang: Lang) -> Sections {
         out.unhandled.extend(plan.unhandled.iter().map(|p| text("list-item", &[("text", p.as_str().into())])));
     }
     out.auth.extend(auth_lines(plan));
+    out.needed.extend(confirm);
     if !needed.is_empty() {
         out.needed.push(text("summary-needed-header", &[]));
         out.needed.extend(needed);
@@ -111,6 +112,8 @@ struct Needed {
     examples: Vec<String>,
     /// Some key has a widget: the frontend can show a form.
     form: bool,
+    /// One yes / no question per sub-task waiting for the user to confirm remembered values.
+    confirm: Vec<String>,
 }
 
 /// The blocked keys as user lines, their examples, and whether a form can be offered.
@@ -119,6 +122,7 @@ fn still_needed(registry: &Registry, plan: &TaskPlan, lang: Lang) -> Needed {
     let mut lines = Vec::new();
     let mut examples = Vec::new();
     let mut form = false;
+    let mut confirm = Vec::new();
     // Name the sub-task a key is for only when several sub-tasks are asking.
     let mut asking: Vec<&str> = plan.semantic_info.iter().map(|i| i.task_id.as_str()).collect();
     asking.dedup();
@@ -126,6 +130,10 @@ fn still_needed(registry: &Registry, plan: &TaskPlan, lang: Lang) -> Needed {
     for info in &plan.semantic_info {
         let task = plan.sub_tasks.iter().find(|t| t.task_id == info.task_id);
         let agent = registry.get(&info.sub_agent_id);
+        if info.kind == MissKind::Confirm {
+            confirm.push(confirm_line(registry.texts(), info, agent, lang, year));
+            continue;
+        }
         for (n, (key, description)) in info.keys.iter().zip(&info.key_descriptions).enumerate() {
             let def = agent.and_then(|a| a.keys.iter().find(|k| &k.spec.key == key));
             form |= def.is_some_and(|k| k.spec.widget.is_some());
@@ -148,7 +156,30 @@ fn still_needed(registry: &Registry, plan: &TaskPlan, lang: Lang) -> Needed {
             }
         }
     }
-    Needed { lines, examples, form }
+    Needed { lines, examples, form, confirm }
+}
+
+/// "- 请确认是否按以下信息为您办理酒店服务：入住城市：北京、入住日期：12月1日…": the question of a
+/// `confirm` entry, values as people write them.
+fn confirm_line(
+    texts: &Texts,
+    info: &SemanticInfo,
+    agent: Option<&std::sync::Arc<crate::registry::CapabilityCard>>,
+    lang: Lang,
+    year: i32,
+) -> String {
+    let values: Vec<String> = info
+        .key_descriptions
+        .iter()
+        .zip(&info.values)
+        .map(|(key, v)| {
+            let value = crate::text::human_value(v, lang, year);
+            texts.get(lang, "confirm-value", &[("key", key.as_str().into()), ("value", value.into())])
+        })
+        .collect();
+    let task = agent.map_or(String::new(), |a| a.spec.name.for_lang(lang).to_string());
+    let values = values.join(&texts.get(lang, "value-separator", &[]));
+    texts.get(lang, "confirm-ask", &[("task", task.into()), ("values", values.into())])
 }
 
 /// One key to ask for.
@@ -233,11 +264,12 @@ fn example_text(v: &Value) -> String {
 /// The `blocked` event's text: which details are needed, with examples; then why sub-tasks
 /// that need a signed-in user (or more permissions) wait.
 pub fn blocked_text(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String {
-    let lines = still_needed(registry, plan, lang).lines;
+    let Needed { lines, confirm, .. } = still_needed(registry, plan, lang);
     let mut out = Vec::new();
     if !lines.is_empty() {
         out.push(registry.texts().get(lang, "blocked-ask", &[("keys", lines.join("\n").into())]));
     }
+    out.extend(confirm);
     out.extend(auth_lines(plan));
     out.join("\n")
 }
@@ -374,6 +406,7 @@ pub fn choice_info(texts: &Texts, choice_id: &str, offered: Vec<ChoiceCandidate>
         rejected_values: Vec::new(),
         reasons: Vec::new(),
         auth: None,
+        values: Vec::new(),
     }
 }
 

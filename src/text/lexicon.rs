@@ -34,13 +34,15 @@ pub enum Lexicon {
     Anger,
     /// Cancel words: drop the pending clarification (`cancel`).
     Cancel,
-    /// Short yes-answers (`affirm`): accept the one option offered.
+    /// Short yes-answers (`affirm`): accept the one option offered, confirm remembered values.
     Affirm,
+    /// Short no-answers (`deny`): decline a confirmation (the confirmed sub-task is dropped).
+    Deny,
 }
 
 impl Lexicon {
     /// Every list, in the order the rule planner checks the simple intents (cancel last).
-    pub const ALL: [Lexicon; 11] = [
+    pub const ALL: [Lexicon; 12] = [
         Lexicon::SelfHarm,
         Lexicon::Sensitive,
         Lexicon::Abuse,
@@ -52,6 +54,7 @@ impl Lexicon {
         Lexicon::Thanks,
         Lexicon::Cancel,
         Lexicon::Affirm,
+        Lexicon::Deny,
     ];
 
     /// Its name in the lexicon file.
@@ -68,6 +71,7 @@ impl Lexicon {
             Self::Thanks => "thanks",
             Self::Cancel => "cancel",
             Self::Affirm => "affirm",
+            Self::Deny => "deny",
         }
     }
 
