@@ -682,3 +682,40 @@ async fn an_a2a_question_suspends_its_sub_agent_run() {
     let (_, statuses) = applied_plan(&events);
     assert_eq!(statuses[run_id], ["pending", "running", "blocked"]);
 }
+
+/// Issue 17 item 4 over AG-UI: a confirmation of remembered values is an interrupt whose fields
+/// carry the values as defaults; resolving it with them runs the booking.
+#[tokio::test]
+async fn a_confirmation_is_an_interrupt_with_the_remembered_values_as_defaults() {
+    let app = spawn_app_with(Setup::default(), |_| {}).await;
+    let msg = |id: &str, text: &str| json!([{ "id": id, "role": "user", "content": text }]);
+    let first = run(
+        &app,
+        json!({ "threadId": "agui-confirm", "runId": "r1", "messages": msg("m1", "帮我订北京的酒店，2026-12-01入住") }),
+    )
+    .await;
+    assert_eq!(first.last().unwrap()["outcome"]["type"], "success");
+    let second =
+        run(&app, json!({ "threadId": "agui-confirm", "runId": "r2", "messages": msg("m2", "再帮我订个酒店") })).await;
+    check_run(&second);
+    let interrupt = &second.last().unwrap()["outcome"]["interrupts"][0];
+    let props = &interrupt["responseSchema"]["properties"];
+    assert_eq!(
+        (props["city"]["default"].as_str(), props["check_in_date"]["default"].as_str()),
+        (Some("北京"), Some("2026-12-01")),
+        "{interrupt}"
+    );
+    let widgets: Vec<&str> =
+        interrupt["metadata"]["widgets"].as_array().unwrap().iter().map(|w| w["widget"].as_str().unwrap()).collect();
+    assert_eq!(widgets, ["confirm_dialog", "confirm_dialog"]);
+    assert_eq!(app.calls("hotel_agent").len(), 1, "not before the confirmation");
+    let third = run(
+        &app,
+        json!({ "threadId": "agui-confirm", "runId": "r3", "messages": [],
+                "resume": [{ "interruptId": interrupt["id"], "status": "resolved",
+                             "payload": { "city": "北京", "check_in_date": "2026-12-01" } }] }),
+    )
+    .await;
+    assert_eq!(third.last().unwrap()["outcome"]["type"], "success");
+    assert_eq!(app.calls("hotel_agent").len(), 2);
+}

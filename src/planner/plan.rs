@@ -574,7 +574,7 @@ fn confirmation(agent: &CapabilityCard, task: &SubTask, remembered: &[usize]) ->
         task_id: task.task_id.clone(),
         keys: keys.iter().map(|k| k.spec.key.clone()).collect(),
         key_descriptions: keys.iter().map(|k| k.spec.description.clone()).collect(),
-        fe_widgets_suggestion: vec![CONFIRM_WIDGET.to_string()],
+        fe_widgets_suggestion: vec![CONFIRM_WIDGET.to_string(); keys.len()],
         candidates: Vec::new(),
         rejected_values: Vec::new(),
         reasons: Vec::new(),

@@ -359,6 +359,12 @@ impl AgUiMapper {
                         prop.insert("type".into(), json!("string"));
                     }
                     prop.entry("description").or_insert_with(|| json!(d));
+                    // A value to confirm is offered as the field's default (accepting the form
+                    // confirms it; changing it replaces it).
+                    let confirm = infos.iter().filter(|i| i.task_id == task && i.kind == crate::planner::MissKind::Confirm);
+                    if let Some(v) = confirm.flat_map(|i| i.keys.iter().zip(&i.values)).find(|(key, _)| *key == k).map(|(_, v)| v) {
+                        prop.insert("default".into(), v.clone());
+                    }
                 }
                 let widgets: Vec<Value> = keys
                     .iter()
