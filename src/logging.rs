@@ -141,7 +141,7 @@ mod otel {
     use tracing_subscriber::Layer;
 
     /// The OTLP layer when `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
-    pub fn layer<S>() -> Option<impl Layer<S>>
+    pub(super) fn layer<S>() -> Option<impl Layer<S>>
     where
         S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
     {

@@ -421,4 +421,10 @@ async fn the_language_belongs_to_the_conversation() {
     let planned = of_stage(&fourth, "plan_done")[0]["content"].as_str().unwrap();
     assert!(planned.contains("Finds and books hotels") && !planned.contains("酒店"), "{planned}");
     assert_eq!(session(&app, &th, "u1").await.1["lang"], "en");
+    // GET /v1/agents keeps plain strings and adds the per-language texts.
+    let agents = app.get("/v1/agents").await;
+    let hotel = agents["agents"].as_array().unwrap().iter().find(|a| a["id"] == "hotel_agent").unwrap().clone();
+    assert_eq!(hotel["name"], "酒店服务");
+    assert_eq!(hotel["names"]["en"], "Hotel booking");
+    assert!(hotel["description"].is_string() && hotel["descriptions"]["en"].is_string(), "{hotel}");
 }

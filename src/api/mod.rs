@@ -115,10 +115,10 @@ async fn metrics(State(state): State<AppState>) -> impl axum::response::IntoResp
 fn card(state: &AppState, reg: &Registry, agent: &crate::registry::CapabilityCard) -> Value {
     let circuit = state.supervisor.executor.dispatcher().breakers.state(agent.id(), &reg.settings.circuit_breaker);
     let s = &agent.spec;
-    json!({
+    let mut card = json!({
         "id": s.id,
-        "name": s.name,
-        "description": s.description,
+        "name": s.name.as_str(),
+        "description": s.description.as_str(),
         "domain": s.domain,
         "enabled": s.enabled,
         "available": agent.unavailable.is_none(),
@@ -142,7 +142,15 @@ fn card(state: &AppState, reg: &Registry, agent: &crate::registry::CapabilityCar
             "example": k.example,
         })).collect::<Vec<_>>(),
         "produces": s.produces,
-    })
+    });
+    // Per-language texts (extension): `name` / `description` stay the plain (primary) strings.
+    if !s.name.translations().is_empty() {
+        card["names"] = json!(s.name.translations());
+    }
+    if !s.description.translations().is_empty() {
+        card["descriptions"] = json!(s.description.translations());
+    }
+    card
 }
 
 async fn agents(State(state): State<AppState>) -> Json<Value> {

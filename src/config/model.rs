@@ -317,6 +317,11 @@ impl LocalizedText {
         keys.iter().find_map(|k| self.by_lang.get(*k)).map_or(self.text.as_str(), String::as_str)
     }
 
+    /// The per-language texts (`zh` / `zh-CN` / `en` -> text); empty for a plain string.
+    pub fn translations(&self) -> &BTreeMap<String, String> {
+        &self.by_lang
+    }
+
     /// Every text it holds (the plain one and each language's), for matching.
     pub fn all(&self) -> impl Iterator<Item = &str> {
         std::iter::once(self.text.as_str())

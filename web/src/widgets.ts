@@ -116,6 +116,8 @@ export function interruptForm(interrupts: Interrupt[], h: FormHandlers): HTMLFor
       c.name = key;
       c.dataset.key = key;
       c.required = (schema.required ?? []).includes(key);
+      // A value to confirm (or any schema default) is filled in: submitting confirms it.
+      if (prop.default !== undefined && prop.default !== null) c.value = String(prop.default);
       const label = el("label", "", w.description ?? prop.description ?? (key === "answer" ? t("answerField") : key));
       label.htmlFor = id;
       const row = el("div", "field");

@@ -89,6 +89,26 @@ test("帮我订个酒店 shows city and date widgets; submitting them completes 
   assert.deepEqual(page.errors, []);
 });
 
+test("a second booking confirms the remembered city and date in a filled-in form", async () => {
+  const page = await chat();
+  const day = new Date(Date.now() + 7 * 86400e3).toISOString().slice(0, 10);
+  await ask(page, `帮我订北京的酒店，${day}入住`);
+  await (await answer(page)).locator("section.subagent .badge.done").waitFor();
+  await ask(page, "再帮我订个酒店");
+  const turn = await answer(page);
+  assert.match(await turn.locator(".bubble.answer").innerText(), /请确认/);
+  const form = turn.locator("form.interrupt");
+  assert.equal(await form.getByLabel("入住城市").inputValue(), "北京", "the remembered city is filled in");
+  assert.equal(await form.getByLabel("入住日期").inputValue(), day);
+  assert.equal(await turn.locator("section.subagent").count(), 0, "nothing ran before the confirmation");
+  await page.screenshot({ path: join(shots, "confirm.png"), fullPage: true });
+  await form.getByRole("button", { name: "提交" }).click();
+  const booked = await answer(page);
+  await booked.locator("section.subagent .badge.done").waitFor();
+  assert.match(await booked.locator(".bubble.answer").innerText(), /已为您完成/);
+  assert.deepEqual(page.errors, []);
+});
+
 test("cancel drops the pending booking", async () => {
   const page = await chat();
   await ask(page, "帮我订个酒店");
