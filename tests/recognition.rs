@@ -195,10 +195,10 @@ fn recognition_report_held_out_config() {
 #[test]
 fn recognition_report_third_config() {
     let r = evaluate("third_queries.yaml");
-    assert!(pct((r.exact, r.total)) >= 82.0, "{r:?}");
-    assert!(pct(r.by_kind["paraphrase"]) >= 73.0, "{r:?}");
+    assert!(pct((r.exact, r.total)) >= 86.0, "{r:?}");
+    assert!(pct(r.by_kind["paraphrase"]) >= 80.0, "{r:?}");
     assert!(pct(r.oos) >= 91.0, "{r:?}");
-    assert!(pct(r.misses_asked) >= 55.0, "{r:?}");
+    assert!(pct(r.misses_asked) >= 57.0, "{r:?}");
 }
 
 /// Raw scores of expected cards (positives) and of the best wrong card (negatives) on a set, per

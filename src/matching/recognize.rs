@@ -74,6 +74,9 @@ const F_NAME: f32 = 1.0;
 const F_KEYWORD: f32 = 1.0;
 const F_EXAMPLE: f32 = 0.8;
 const F_DESCRIPTION: f32 = 0.7;
+/// The highest raw score of a card whose only evidence is generic (actions, lone characters):
+/// a confidence of about 0.4, below [`SELECT`].
+const GENERIC_ONLY: f32 = THETA - 0.2;
 /// Raw score at which confidence is 0.5 (fitted on the demo tuning set: midpoint between the
 /// lowest right card, 1.41, and the highest wrong one, 1.23), and the logistic slope.
 const THETA: f32 = 1.35;
@@ -640,8 +643,21 @@ impl Recognizer {
             }
         };
         let mut slots = SlotSpans::default();
+        // Spans of generic concepts (订, book, status, price): words inside them say what to do,
+        // not with what.
+        let generic_spans: Vec<(usize, usize)> = terms
+            .concept_hits
+            .iter()
+            .filter(|(c, _)| self.generic.contains(**c))
+            .flat_map(|(_, spans)| spans.iter().copied())
+            .collect();
         for (term, &(wq, s, e, tok)) in &terms.terms {
             let Some(idf) = self.idf.get(*term).copied() else { continue };
+            let specific = match tok.kind {
+                TokKind::Concept => !self.generic.contains(*term),
+                TokKind::Char => false,
+                TokKind::Word | TokKind::Bigram => !generic_spans.iter().any(|&(gs, ge)| s >= gs && e <= ge),
+            };
             // Several words of the query on one concept ("euros in yuan") weigh more.
             let hits = terms.concept_hits.get(term).map_or(1, Vec::len);
             let wq = wq * (1.0 + CONCEPT_REPEAT * (hits.min(3) as f32 - 1.0));
@@ -657,6 +673,7 @@ impl Recognizer {
                     if tok.kind == TokKind::Concept && !slot && !self.generic.contains(*term) {
                         a.topical = true;
                     }
+                    a.specific |= specific && !slot;
                     let surface = &at.query[s..e];
                     let shown =
                         if tok.kind == TokKind::Concept { format!("{surface}→{term}") } else { surface.to_string() };
@@ -697,7 +714,12 @@ impl Recognizer {
             .max_by(|x, y| x.1.partial_cmp(&y.1).unwrap_or(std::cmp::Ordering::Equal))
             .unwrap_or((0, 0.0));
         let cov = cov.min(1.0);
-        let raw = (if a.keyword { W_KEYWORD } else { 0.0 } + a.terms + W_EXAMPLE * cov + a.entity).max(0.0);
+        let mut raw = (if a.keyword { W_KEYWORD } else { 0.0 } + a.terms + W_EXAMPLE * cov + a.entity).max(0.0);
+        if !a.specific && !a.keyword && a.entity <= 0.0 {
+            // Only generic words ("book a table" against a doctor card's "Book me a doctor"): at
+            // most a did-you-mean candidate, never planned.
+            raw = raw.min(GENERIC_ONLY);
+        }
         let negated = negation(at, cues, info, &a);
         let mut evidence = a.evidence_kw.clone();
         if cov >= 0.3 {
@@ -1163,6 +1185,9 @@ struct Acc {
     contributions: Vec<(f32, usize, usize)>,
     /// The card shares a topical concept with the clause.
     topical: bool,
+    /// Some of its shared terms say *what* the clause is about (not only an action such as
+    /// 订 / book / status, nor a lone character).
+    specific: bool,
     evidence_kw: Vec<Evidence>,
     evidence_entity: Vec<Evidence>,
 }
@@ -1528,6 +1553,23 @@ mod tests {
         assert!(offered.contains(&"claims") && offered.contains(&"policies"), "{offered:?}");
         // Named by keyword (its name): planned.
         assert_eq!(ids(&r.recognize("我要保险理赔")), ["claims"]);
+    }
+
+    #[test]
+    fn generic_words_alone_plan_nothing() {
+        let r = recognizer(&format!(
+            "{CARDS}{}",
+            r#"
+- { id: doctor, name: Doctor appointment, description: Books an appointment with a doctor., examples: ["Book me a doctor for Monday"], endpoint: { url: "http://127.0.0.1:1/x", protocol: http } }
+"#
+        ));
+        // "book" is what to do, not with what: a question at most.
+        for q in ["book a table for two tonight", "帮我订一下"] {
+            let rec = r.recognize(q);
+            assert!(rec.selected.is_empty(), "{q}: {:?}", ids(&rec));
+        }
+        assert_eq!(ids(&r.recognize("book me a doctor on Friday")), ["doctor"]);
+        assert_eq!(ids(&r.recognize("帮我订个酒店")), ["hotel"]);
     }
 
     #[test]
