@@ -438,6 +438,10 @@ async fn session_slots_carry_over_between_turns() {
     let text = done(&second)["content"].as_str().unwrap();
     assert!(text.contains("请确认") && text.contains("入住城市：上海"), "{text}");
     assert!(app.calls("hotel_agent").is_empty(), "not before the yes");
+    // A question is no yes: the confirmation is asked again.
+    let asked = app.ask("是吗？", Some(&th)).await;
+    assert_eq!(done(&asked)["metadata"]["semantic_info"][0]["type"], "confirm");
+    assert!(app.calls("hotel_agent").is_empty(), "a question books nothing");
     done(&app.ask("确认", Some(&th)).await);
     let calls = app.calls("hotel_agent");
     assert_eq!(calls.len(), 1);

@@ -451,7 +451,9 @@ fn answer_confirmation(
     if short && registry.lexicons.matches(crate::text::Lexicon::Deny, &lower) {
         return Some(decided(result, "the user declined the confirmation", Decision::Cancel));
     }
-    let yes = short && registry.lexicons.matches(crate::text::Lexicon::Affirm, &lower);
+    // "是北京吗？" asks; it does not confirm.
+    let question = lower.contains(['吗', '?', '？']);
+    let yes = short && !question && registry.lexicons.matches(crate::text::Lexicon::Affirm, &lower);
     let chat = matches!(
         simple,
         Some(SimpleIntent::Greeting | SimpleIntent::Thanks | SimpleIntent::Capabilities | SimpleIntent::ChitChat)
