@@ -201,6 +201,12 @@ fn recognition_report_third_config() {
     assert!(pct(r.misses_asked) >= 57.0, "{r:?}");
 }
 
+#[test]
+fn recognition_report_fourth_config_written_blind() {
+    let r = evaluate("fourth_queries.yaml");
+    println!("{r:?}");
+}
+
 /// Raw scores of expected cards (positives) and of the best wrong card (negatives) on a set, per
 /// clause-level decision: prints the separation the threshold is chosen from.
 #[test]
