@@ -182,29 +182,63 @@ fn recognition_report_demo_config_tuning_set() {
     assert!(pct(r.oos) >= 100.0, "{r:?}");
 }
 
+/// Share of the set either routed exactly or, for a missed task query, answered by a did-you-mean
+/// question offering the right cards: what the user meets as "understood or asked".
+fn right_or_asked(r: &Report) -> f64 {
+    pct((r.exact + r.misses_asked.0, r.total))
+}
+
 #[test]
 fn recognition_report_held_out_config() {
     let r = evaluate("eval_queries.yaml");
-    assert!(pct((r.exact, r.total)) >= 91.0, "{r:?}");
-    assert!(pct(r.by_kind["paraphrase"]) >= 82.0, "{r:?}");
+    assert!(pct((r.exact, r.total)) >= 93.0, "{r:?}");
+    assert!(pct(r.by_kind["paraphrase"]) >= 86.0, "{r:?}");
     assert!(pct(r.oos) >= 100.0, "{r:?}");
     assert!(pct(r.misses_with_candidates) >= 100.0, "{r:?}");
-    assert!(pct(r.misses_asked) >= 75.0, "{r:?}");
+    assert!(right_or_asked(&r) >= 97.0, "{r:?}");
 }
 
 #[test]
 fn recognition_report_third_config() {
     let r = evaluate("third_queries.yaml");
-    assert!(pct((r.exact, r.total)) >= 86.0, "{r:?}");
-    assert!(pct(r.by_kind["paraphrase"]) >= 80.0, "{r:?}");
+    assert!(pct((r.exact, r.total)) >= 87.0, "{r:?}");
+    assert!(pct(r.by_kind["paraphrase"]) >= 83.0, "{r:?}");
     assert!(pct(r.oos) >= 91.0, "{r:?}");
-    assert!(pct(r.misses_asked) >= 57.0, "{r:?}");
+    assert!(right_or_asked(&r) >= 93.0, "{r:?}");
 }
 
+/// The fourth set was written blind by someone who never saw the recognizer (README,
+/// "Recognition"); its first run gave 47/64 (paraphrases 18/34).
 #[test]
 fn recognition_report_fourth_config_written_blind() {
     let r = evaluate("fourth_queries.yaml");
-    println!("{r:?}");
+    assert!(pct((r.exact, r.total)) >= 92.0, "{r:?}");
+    assert!(pct(r.by_kind["paraphrase"]) >= 88.0, "{r:?}");
+    assert!(pct(r.oos) >= 90.0, "{r:?}");
+}
+
+/// A lone topical candidate under the selection threshold is planned when no other card comes
+/// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
+/// query asks like one in a single clause.
+#[test]
+fn lone_topical_candidates_and_near_ties_per_clause() {
+    let open = |dir: &str| RegistryHandle::open(&repo().join("tests/fixtures/eval").join(dir)).unwrap();
+    let fourth = open("fourth/agents_config.yaml");
+    let reg = fourth.load();
+    let q = "Two seats for the 8pm Dune screening, please";
+    let rec = reg.recognizer.recognize(q);
+    let movie = rec.score("movie_agent").unwrap().confidence;
+    assert!(movie < switchboard::matching::recognize::SELECT && movie >= 0.25, "{movie}");
+    assert_eq!(routed(&reg, q).0, ["movie_agent"]);
+    // Cleaning and repair both fit "windows not wiped for ages, can someone come": asked, in
+    // a two-clause query too.
+    let (planned, offered) = routed(&reg, "家里窗户好久没擦了，有没有阿姨能上门弄一下");
+    assert!(planned.is_empty(), "{planned:?}");
+    assert!(offered.contains(&"cleaning_agent".to_string()), "{offered:?}");
+    // A mortgage is a loan: no card of the third config covers loans, so its bank-card card is
+    // not planned on a lone bank word.
+    let third = open("third/agents_config.yaml");
+    assert!(routed(&third.load(), "How do I apply for a mortgage?").0.is_empty());
 }
 
 /// Raw scores of expected cards (positives) and of the best wrong card (negatives) on a set, per

@@ -43,10 +43,14 @@ pub const DOMAIN_GATE: usize = 30;
 pub const SELECT: f32 = 0.5;
 /// Confidence from which a card that is not selected is listed as uncertain.
 pub const UNCERTAIN: f32 = 0.15;
-/// A single card selected without keyword in a one-clause query is not planned when another
-/// card's confidence is within this margin of its own: the turn asks which one was meant
-/// (Rasa's default ambiguity threshold is the same 0.1).
+/// A single card selected without keyword is not planned when another card's confidence, from
+/// the same clause, is within this margin of its own: the turn asks which one was meant (Rasa's
+/// default ambiguity threshold is the same 0.1).
 pub const AMBIGUITY: f32 = 0.1;
+/// Least confidence of a lone topical candidate planned without a rival (see `clear_winner`).
+pub const LONE: f32 = 0.25;
+/// A lone candidate's runner-up must stay under this share of its confidence.
+pub const LONE_MARGIN: f32 = 0.5;
 
 // Weights (set on the demo config's tuning set; see tests/recognition.rs).
 const W_KEYWORD: f32 = 2.5;
@@ -387,17 +391,17 @@ impl Recognizer {
             let scored = self.score_clause(query, &norm, clause, &tokens, &keyword_hits, &cues);
             any_selected |= scored.iter().any(|c| c.selected);
             outcomes.push(ClauseOutcome::of(clause, &scored));
-            merge(&mut per_card, scored);
+            merge(&mut per_card, scored, outcomes.len() - 1);
         }
         let unhandled = if any_selected { self.unhandled(query, &norm, &outcomes, &tokens, &cues) } else { Vec::new() };
         if !any_selected && clauses.len() > 1 {
             // Evidence split across clauses ("somewhere to stay, in Chengdu"): the whole query.
             let whole = Clause { start: 0, end: query.len() };
             let scored = self.score_clause(query, &norm, whole, &tokens, &keyword_hits, &cues);
-            merge(&mut per_card, scored);
+            merge(&mut per_card, scored, clauses.len());
         }
 
-        let Ranked { selected, uncertain, candidates } = self.rank(per_card, clauses.len() == 1);
+        let Ranked { selected, uncertain, candidates } = self.rank(per_card);
         Recognition {
             selected,
             uncertain,
@@ -408,13 +412,15 @@ impl Recognizer {
     }
 
     /// The per-card aggregates as the recognition's lists: selected (by first mention),
-    /// uncertain and every candidate (best first); a near tie in a one-clause query asks.
-    fn rank(&self, per_card: HashMap<u32, CardAgg>, one_clause: bool) -> Ranked {
+    /// uncertain and every candidate (best first); a near tie within one clause asks.
+    fn rank(&self, per_card: HashMap<u32, CardAgg>) -> Ranked {
         let mut selected: Vec<Selected> = Vec::new();
         let mut candidates: Vec<CardScore> = Vec::new();
         let mut uncertain: Vec<CardScore> = Vec::new();
         let mut keyword_found: Vec<String> = Vec::new();
         let mut negated: Vec<String> = Vec::new();
+        let mut clause_of: HashMap<String, usize> = HashMap::new();
+        let mut topical: Vec<String> = Vec::new();
         for (card, agg) in per_card {
             let id = self.cards[card as usize].id.clone();
             if agg.keyword {
@@ -424,6 +430,10 @@ impl Recognizer {
                 negated.push(id.clone());
             }
             let confidence = round2(agg.confidence);
+            clause_of.insert(id.clone(), agg.clause);
+            if agg.topical {
+                topical.push(id.clone());
+            }
             let mut evidence = agg.evidence;
             if agg.selected.is_none() {
                 if let Some(cue) = &agg.negated {
@@ -444,9 +454,15 @@ impl Recognizer {
         };
         candidates.sort_by(by_conf);
         uncertain.sort_by(by_conf);
-        if one_clause && ambiguous(&selected, &candidates, &keyword_found, &negated) {
-            // Two cards about as likely, neither named: ask rather than guess (Rasa's ambiguity
-            // threshold).
+        if selected.is_empty() {
+            if let Some(winner) = clear_winner(&candidates, &topical, &negated) {
+                uncertain.retain(|c| c.id != winner.id);
+                selected.push(Selected { id: winner.id.clone(), offset: 0, confidence: winner.confidence });
+            }
+        }
+        if ambiguous(&selected, &candidates, &keyword_found, &negated, &clause_of) {
+            // Two cards about as likely for the same clause, neither named: ask rather than
+            // guess (Rasa's ambiguity threshold).
             selected.clear();
             uncertain =
                 candidates.iter().filter(|c| c.confidence >= UNCERTAIN && !negated.contains(&c.id)).cloned().collect();
@@ -591,9 +607,15 @@ impl Recognizer {
         let terms = ClauseTerms::of(tokens, clause, &masks);
         self.term_evidence(&at, &terms, &mut acc);
 
-        // A topic of the clause no card knows: evidence the clause is about something else.
-        let unknown_topic = terms.terms.iter().any(|(t, (_, _, _, tok))| {
-            tok.kind == TokKind::Concept && !self.idf.contains_key(*t) && !self.generic.contains(*t)
+        // A topic of the clause no card knows: evidence the clause is about something else —
+        // unless a card knows another sense of the same words ("screening" is a screen and a
+        // film showing; "mail" an e-mail and a parcel).
+        let known = |t: &str| self.idf.contains_key(t) || self.generic.contains(t);
+        let unknown_topic = terms.concept_hits.iter().any(|(t, spans)| {
+            !known(t)
+                && spans.iter().any(|&(s, e)| {
+                    !terms.concept_hits.iter().any(|(o, os)| known(o) && os.iter().any(|&(a, b)| a < e && b > s))
+                })
         });
 
         // Raw scores, negation, selection.
@@ -732,7 +754,10 @@ impl Recognizer {
         evidence.extend(a.evidence_entity.iter().cloned());
         let first = a.spans.iter().map(|s| s.0).min().unwrap_or(at.clause.start);
         let spans = a.spans.iter().map(|&(s, e, w)| (s, e, w)).collect();
-        ClauseScore { card, raw, keyword: a.keyword, negated, evidence, offset: first, selected: false, spans }
+        // A lone pick needs the clause's topics to be the card's: "apply for a mortgage" shares
+        // a bank word with a card-loss card, but its own topic (loans) is no card's.
+        let topical = a.topical && a.specific && !unknown_topic;
+        ClauseScore { card, raw, keyword: a.keyword, negated, evidence, offset: first, selected: false, spans, topical }
     }
 }
 
@@ -1208,6 +1233,9 @@ struct ClauseScore {
     selected: bool,
     /// (start, end, weight) of its evidence in the query.
     spans: Vec<(usize, usize, f32)>,
+    /// The card shares a topical (not generic) concept with the clause, and the clause has no
+    /// topic that no card covers.
+    topical: bool,
 }
 
 /// Selection in one clause: cards found by keyword; then, best first, cards confident and close
@@ -1288,13 +1316,34 @@ fn merge_spans(query: &str, mut spans: Vec<(usize, usize)>) -> Vec<String> {
 /// One card selected, not by keyword, and another scored within [`AMBIGUITY`] of its confidence.
 /// In a one-clause query (in several clauses a rival is rather a second request that fell
 /// short); negated cards are no rivals.
-fn ambiguous(selected: &[Selected], candidates: &[CardScore], keyword_found: &[String], negated: &[String]) -> bool {
+/// With nothing confident, the best candidate when it stands alone: it shares a topic (a topical
+/// lexicon concept, not only generic words) with the query, the query has no topic no card
+/// covers, the candidate reaches [`LONE`], and every other
+/// candidate is under [`LONE_MARGIN`] of its confidence. Rasa's fallback compares the top
+/// intent with a threshold *and* with the runner-up; a lone topical match is the second case.
+fn clear_winner<'c>(candidates: &'c [CardScore], topical: &[String], negated: &[String]) -> Option<&'c CardScore> {
+    let mut live = candidates.iter().filter(|c| !negated.contains(&c.id));
+    let best = live.next()?;
+    let runner_up = live.next().map_or(0.0, |c| c.confidence);
+    (topical.contains(&best.id) && best.confidence >= LONE && runner_up <= best.confidence * LONE_MARGIN)
+        .then_some(best)
+}
+
+fn ambiguous(
+    selected: &[Selected],
+    candidates: &[CardScore],
+    keyword_found: &[String],
+    negated: &[String],
+    clause_of: &HashMap<String, usize>,
+) -> bool {
     let [only] = selected else { return false };
     if keyword_found.contains(&only.id) {
         return false;
     }
+    let clause = clause_of.get(&only.id);
     candidates.iter().any(|c| {
         c.id != only.id
+            && clause_of.get(&c.id) == clause
             && !negated.contains(&c.id)
             && c.confidence >= UNCERTAIN
             && c.confidence >= only.confidence - AMBIGUITY
@@ -1310,9 +1359,14 @@ struct CardAgg {
     selected: Option<usize>,
     negated: Option<String>,
     evidence: Vec<Evidence>,
+    /// Index of the clause its score comes from (the number of clauses for the whole query).
+    clause: usize,
+    /// Its best clause shares a topical concept with it.
+    topical: bool,
 }
 
-fn merge(per_card: &mut HashMap<u32, CardAgg>, scored: Vec<ClauseScore>) {
+/// Folds one clause's scores (clause number `clause`) into the per-card aggregates.
+fn merge(per_card: &mut HashMap<u32, CardAgg>, scored: Vec<ClauseScore>, clause: usize) {
     for c in scored {
         let agg = per_card.entry(c.card).or_default();
         if c.selected {
@@ -1323,6 +1377,8 @@ fn merge(per_card: &mut HashMap<u32, CardAgg>, scored: Vec<ClauseScore>) {
                 agg.raw = c.raw;
                 agg.confidence = confidence(c.raw);
                 agg.evidence = c.evidence;
+                agg.clause = clause;
+                agg.topical = c.topical;
             }
         } else if let Some(cue) = c.negated {
             if agg.selected.is_none() {
@@ -1330,12 +1386,15 @@ fn merge(per_card: &mut HashMap<u32, CardAgg>, scored: Vec<ClauseScore>) {
                 if agg.evidence.is_empty() {
                     agg.evidence = c.evidence;
                     agg.raw = agg.raw.max(c.raw);
+                    agg.clause = clause;
                 }
             }
         } else if agg.selected.is_none() && c.raw > agg.raw {
             agg.raw = c.raw;
             agg.confidence = confidence(c.raw);
             agg.evidence = c.evidence;
+            agg.clause = clause;
+            agg.topical = c.topical;
         }
     }
 }
