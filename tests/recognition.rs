@@ -217,6 +217,13 @@ fn recognition_report_fourth_config_written_blind() {
     assert!(pct(r.oos) >= 90.0, "{r:?}");
 }
 
+/// The fifth set (airline and travel services) was written blind too.
+#[test]
+fn recognition_report_fifth_config_written_blind() {
+    let r = evaluate("fifth_queries.yaml");
+    println!("{r:?}");
+}
+
 /// A lone topical candidate under the selection threshold is planned when no other card comes
 /// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
 /// query asks like one in a single clause.
