@@ -230,13 +230,17 @@ fn recognition_report_fifth_config_written_blind() {
 #[test]
 fn lone_topical_candidates_and_near_ties_per_clause() {
     let open = |dir: &str| RegistryHandle::open(&repo().join("tests/fixtures/eval").join(dir)).unwrap();
+    let third = open("third/agents_config.yaml");
+    let q = "My daughter has a rash, can a pediatrician see her this week?";
+    let rec = third.load().recognizer.recognize(q);
+    let clinic = rec.score("clinic_agent").unwrap().confidence;
+    assert!(clinic < switchboard::matching::recognize::SELECT && clinic >= 0.25, "{clinic}");
+    assert_eq!(routed(&third.load(), q).0, ["clinic_agent"]);
+    // A city is a value, not a task: the train card's city list alone plans nothing.
+    let fifth = open("fifth/agents_config.yaml");
+    assert!(routed(&fifth.load(), "我下周去成都").0.is_empty());
     let fourth = open("fourth/agents_config.yaml");
     let reg = fourth.load();
-    let q = "Two seats for the 8pm Dune screening, please";
-    let rec = reg.recognizer.recognize(q);
-    let movie = rec.score("movie_agent").unwrap().confidence;
-    assert!(movie < switchboard::matching::recognize::SELECT && movie >= 0.25, "{movie}");
-    assert_eq!(routed(&reg, q).0, ["movie_agent"]);
     // Cleaning and repair both fit "windows not wiped for ages, can someone come": asked, in
     // a two-clause query too.
     let (planned, offered) = routed(&reg, "家里窗户好久没擦了，有没有阿姨能上门弄一下");
@@ -244,7 +248,6 @@ fn lone_topical_candidates_and_near_ties_per_clause() {
     assert!(offered.contains(&"cleaning_agent".to_string()), "{offered:?}");
     // A mortgage is a loan: no card of the third config covers loans, so its bank-card card is
     // not planned on a lone bank word.
-    let third = open("third/agents_config.yaml");
     assert!(routed(&third.load(), "How do I apply for a mortgage?").0.is_empty());
 }
 

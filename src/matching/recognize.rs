@@ -643,6 +643,7 @@ impl Recognizer {
                 let a = acc.entry(*card).or_default();
                 if !a.entity_keys.contains(key) {
                     a.entity += w;
+                    a.pattern_entity |= src.weight >= W_PATTERN;
                     a.entity_keys.push(key.clone());
                     a.evidence_entity.push(Evidence::Entity { key: key.clone(), value: value.clone() });
                     a.spans.push((clause.start + s, clause.start + e, w));
@@ -694,6 +695,7 @@ impl Recognizer {
                     a.contributions.push((c, s, e));
                     if tok.kind == TokKind::Concept && !slot && !self.generic.contains(*term) {
                         a.topical = true;
+                        a.core_topical |= p.field != Field::Description;
                     }
                     a.specific |= specific && !slot;
                     let surface = &at.query[s..e];
@@ -737,9 +739,10 @@ impl Recognizer {
             .unwrap_or((0, 0.0));
         let cov = cov.min(1.0);
         let mut raw = (if a.keyword { W_KEYWORD } else { 0.0 } + a.terms + W_EXAMPLE * cov + a.entity).max(0.0);
-        if !a.specific && !a.keyword && a.entity <= 0.0 {
-            // Only generic words ("book a table" against a doctor card's "Book me a doctor"): at
-            // most a did-you-mean candidate, never planned.
+        if !a.specific && !a.keyword && !a.pattern_entity {
+            // Only generic words ("book a table" against a doctor card's "Book me a doctor"), or
+            // only a value of a list (a city names no task): at most a did-you-mean candidate,
+            // never planned.
             raw = raw.min(GENERIC_ONLY);
         }
         let negated = negation(at, cues, info, &a);
@@ -756,7 +759,7 @@ impl Recognizer {
         let spans = a.spans.iter().map(|&(s, e, w)| (s, e, w)).collect();
         // A lone pick needs the clause's topics to be the card's: "apply for a mortgage" shares
         // a bank word with a card-loss card, but its own topic (loans) is no card's.
-        let topical = a.topical && a.specific && !unknown_topic;
+        let topical = a.core_topical && a.specific && !unknown_topic;
         ClauseScore { card, raw, keyword: a.keyword, negated, evidence, offset: first, selected: false, spans, topical }
     }
 }
@@ -1210,6 +1213,12 @@ struct Acc {
     contributions: Vec<(f32, usize, usize)>,
     /// The card shares a topical concept with the clause.
     topical: bool,
+    /// ... through its name, keywords or examples (not only its description, which may mention
+    /// other topics in passing).
+    core_topical: bool,
+    /// An entity found by a `pattern` rule (a flight number): distinctive on its own, unlike a
+    /// value of a list (a city), which says with what, not what to do.
+    pattern_entity: bool,
     /// Some of its shared terms say *what* the clause is about (not only an action such as
     /// 订 / book / status, nor a lone character).
     specific: bool,
@@ -1233,8 +1242,8 @@ struct ClauseScore {
     selected: bool,
     /// (start, end, weight) of its evidence in the query.
     spans: Vec<(usize, usize, f32)>,
-    /// The card shares a topical (not generic) concept with the clause, and the clause has no
-    /// topic that no card covers.
+    /// The card shares a topical (not generic) concept with the clause through its name,
+    /// keywords or examples, and the clause has no topic that no card covers.
     topical: bool,
 }
 
@@ -1317,7 +1326,8 @@ fn merge_spans(query: &str, mut spans: Vec<(usize, usize)>) -> Vec<String> {
 /// In a one-clause query (in several clauses a rival is rather a second request that fell
 /// short); negated cards are no rivals.
 /// With nothing confident, the best candidate when it stands alone: it shares a topic (a topical
-/// lexicon concept, not only generic words) with the query, the query has no topic no card
+/// lexicon concept, not only generic words, found in its name, keywords or examples rather than
+/// only mentioned in its description) with the query, the query has no topic no card
 /// covers, the candidate reaches [`LONE`], and every other
 /// candidate is under [`LONE_MARGIN`] of its confidence. Rasa's fallback compares the top
 /// intent with a threshold *and* with the runner-up; a lone topical match is the second case.
