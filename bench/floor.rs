@@ -7,7 +7,10 @@
 //! (defaults `127.0.0.1:18083`, `http://127.0.0.1:18081`). Not part of `cargo test`'s runs.
 //!
 //! `bench_floor --slow-agent LISTEN DELAY_MS` instead serves the two sub-agents (nginx's replies,
-//! bench/nginx.conf) after `DELAY_MS`: the slow sub-agent of `bench/run.sh streams`.
+//! bench/nginx.conf) after `DELAY_MS`: the slow sub-agent of `bench/run.sh streams`. It also
+//! serves `POST /delay/{ms}/{key}` (the nodes of `bench/run.sh dag`): after `ms` milliseconds
+//! (a blocking-pool sleep, finer than Tokio's 1 ms timer) it answers
+//! `{"output": {key: "<key>-ok", "slept_us": <time actually slept>}, "message": "slept <µs> us"}`.
 
 use std::convert::Infallible;
 
@@ -68,9 +71,26 @@ async fn slow_agent(listen: String, delay: std::time::Duration) {
             ([(axum::http::header::CONTENT_TYPE, "application/json")], body)
         }
     };
-    let app = Router::new().route("/weather", post(reply(WEATHER))).route("/exchange", post(reply(EXCHANGE)));
+    let app = Router::new()
+        .route("/weather", post(reply(WEATHER)))
+        .route("/exchange", post(reply(EXCHANGE)))
+        .route("/delay/{ms}/{key}", post(delayed));
     let listener = tokio::net::TcpListener::bind(&listen).await.expect("bind");
     axum::serve(listener, app).await.expect("serve");
+}
+
+/// A DAG node of `bench/run.sh dag`: sleeps `ms`, outputs `key` (the value a later node depends on)
+/// and how long it really slept, so the bench can tell the sub-agent's time from the supervisor's.
+async fn delayed(axum::extract::Path((ms, key)): axum::extract::Path<(u64, String)>) -> Json<Value> {
+    let slept = tokio::task::spawn_blocking(move || {
+        let start = std::time::Instant::now();
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        start.elapsed().as_micros() as u64
+    })
+    .await
+    .unwrap_or(0);
+    let message = format!("slept {slept} us");
+    Json(json!({ "output": { key.as_str(): format!("{key}-ok"), "slept_us": slept }, "message": message }))
 }
 
 fn main() {

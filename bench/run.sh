@@ -7,9 +7,17 @@
 #   bench/run.sh soak        Switchboard alone for SOAK_MINUTES: per-minute turns/s and RSS.
 #   bench/run.sh streams     STREAMS concurrent turns held open by a slow sub-agent: RSS per open
 #                            turn, and RSS a minute after they ended.
+#   bench/run.sh reload      RELOADS rewrites of a RELOAD_AGENTS-agent config under a wrk load of
+#                            chat turns: write -> served (median, p95, max), failed turns. Once
+#                            with file watching, once with SIGHUP (RELOAD_TRIGGERS).
+#   bench/run.sh dag         DAG_TURNS turns whose plan is a 20-node DAG of known per-node delays
+#                            (bench/dag.py): makespan - critical path.
 #
 # Environment: RUNS (3), DURATION (10 s per wrk run), CONNS ("4 32"), STORE (sqlite | memory),
-# SOAK_MINUTES (10), STREAMS (10000), SWITCHBOARD_BIN / FLOOR_BIN (skip the cargo build),
+# SOAK_MINUTES (10), STREAMS (10000), RELOADS (100), RELOAD_AGENTS (1000), RELOAD_CONNS (8),
+# RELOAD_WRITE (rename | inplace), RELOAD_TRIGGERS ("file sighup"), RELOAD_WRK_SECONDS (90),
+# RELOADS_IDLE (20: reloads without load first, for reference),
+# DAG_TURNS (20), SWITCHBOARD_BIN / FLOOR_BIN (skip the cargo build),
 # SKIP_PEER=1 (no Python peer), SKIP_INSTALL=1 (tools already there), BASELINE_BIN (another
 # switchboard binary, e.g. a build of main, measured as a `baseline` row in the same rounds).
 set -euo pipefail
@@ -23,6 +31,14 @@ CONNS=${CONNS:-"4 32"}
 STORE=${STORE:-sqlite}
 SOAK_MINUTES=${SOAK_MINUTES:-10}
 STREAMS=${STREAMS:-10000}
+RELOADS=${RELOADS:-100}
+RELOAD_AGENTS=${RELOAD_AGENTS:-1000}
+RELOAD_CONNS=${RELOAD_CONNS:-8}
+RELOAD_WRITE=${RELOAD_WRITE:-rename}
+RELOAD_TRIGGERS=${RELOAD_TRIGGERS:-"file sighup"}
+RELOAD_WRK_SECONDS=${RELOAD_WRK_SECONDS:-90}
+RELOADS_IDLE=${RELOADS_IDLE:-20}
+DAG_TURNS=${DAG_TURNS:-20}
 
 SUB_PORT=18081 SB_PORT=18080 PEER_PORT=18082 FLOOR_PORT=18083 SLOW_PORT=18084 BASE_PORT=18085
 RUN_DIR=$(mktemp -d /tmp/switchboard-bench.XXXXXX)
@@ -44,7 +60,7 @@ install() {
   if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   fi
-  if [ "${SKIP_PEER:-0}" != 1 ] && [ ! -x "$BENCH/peers/.venv/bin/uvicorn" ]; then
+  if [ "$MODE" = compare ] && [ "${SKIP_PEER:-0}" != 1 ] && [ ! -x "$BENCH/peers/.venv/bin/uvicorn" ]; then
     python3 -m venv "$BENCH/peers/.venv"
     "$BENCH/peers/.venv/bin/pip" install -q -r "$BENCH/peers/requirements.txt"
   fi
@@ -72,12 +88,14 @@ start_nginx() {
   wait_up "http://127.0.0.1:$SUB_PORT/health"
 }
 
-# start_switchboard CONFIG [BIN PORT NAME]: Switchboard on SB_PORT with the STORE store.
+# start_switchboard CONFIG [BIN PORT NAME]: Switchboard on SB_PORT with the STORE store; file
+# watching off unless WATCH=1.
 start_switchboard() {
-  local bin=${2:-$SWITCHBOARD_BIN} port=${3:-$SB_PORT} name=${4:-switchboard} store=memory://
+  local bin=${2:-$SWITCHBOARD_BIN} port=${3:-$SB_PORT} name=${4:-switchboard} store=memory:// watch=--no-watch
   [ "$STORE" = sqlite ] && store="sqlite://$RUN_DIR/$name-sessions.db"
+  [ "${WATCH:-0}" = 1 ] && watch=
   RUST_LOG=${RUST_LOG:-info} "$bin" serve --config "$1" --listen "127.0.0.1:$port" \
-    --store "$store" --max-concurrent-requests "${MAX_CONCURRENT:-1024}" --no-watch >"$RUN_DIR/$name.log" 2>&1 &
+    --store "$store" --max-concurrent-requests "${MAX_CONCURRENT:-1024}" $watch >"$RUN_DIR/$name.log" 2>&1 &
   [ "$name" = switchboard ] && SB_PID=$!
   PIDS+=($!)
   wait_up "http://127.0.0.1:$port/healthz"
@@ -95,6 +113,15 @@ start_peer() {
   PIDS+=($!)
   wait_up "http://127.0.0.1:$PEER_PORT/v1/chat" POST '{"query":"x","user_id":"u"}'
 }
+
+# stop_pid PID: SIGTERM to one process this script started, and wait for it (at most 15 s).
+stop_pid() {
+  kill "$1" 2>/dev/null || return 0
+  for _ in $(seq 1 150); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+  wait "$1" 2>/dev/null || true
+}
+
+machine() { log "machine: $(nproc) cores, $(free -g | awk '/Mem/ {print $2}') GiB; load: $(cut -d' ' -f1-3 /proc/loadavg) ($(date -u +%H:%M) UTC)"; }
 
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 
@@ -179,10 +206,72 @@ streams() {
   grep -E 'requests in|errors' "$RUN_DIR/wrk-streams.txt" || true
 }
 
+reload() {
+  start_nginx
+  local dir="$RUN_DIR/reload" url="http://127.0.0.1:$SB_PORT" trigger wrk_pid until
+  local cfg="$dir/agents_config.yaml"
+  # The config alone in its directory (watched): the session database stays in RUN_DIR.
+  mkdir -p "$dir"
+  for trigger in $RELOAD_TRIGGERS; do
+    python3 "$BENCH/reload.py" gen "$cfg" "$RELOAD_AGENTS"
+    if [ "$trigger" = file ]; then WATCH=1 start_switchboard "$cfg"; else start_switchboard "$cfg"; fi
+    log "--- reload, trigger $trigger (write: $RELOAD_WRITE); store $STORE"
+    machine
+    # Warm-up, then the same load without reloads, for reference.
+    wrk -t1 -c4 -d2s -s "$BENCH/chat.lua" "$url/v1/chat" >/dev/null 2>&1 || true
+    wrk -t1 -c"$RELOAD_CONNS" -d5s --timeout 10s --latency -s "$BENCH/chat_check.lua" "$url/v1/chat" \
+      >"$RUN_DIR/wrk-noreload-$trigger.txt" 2>&1 || true
+    printf 'without reloads, 5 s:\t'
+    python3 "$BENCH/report.py" parse "$RELOAD_AGENTS-agents" "$RELOAD_CONNS" "$RUN_DIR/wrk-noreload-$trigger.txt"
+    grep -h 'checked turns' "$RUN_DIR/wrk-noreload-$trigger.txt" || true
+    # A few reloads without load, for reference: the reload's own cost without CPU contention.
+    if [ "$RELOADS_IDLE" -gt 0 ]; then
+      printf 'idle (no load): '
+      python3 "$BENCH/reload.py" run "$cfg" "$url" --agents "$RELOAD_AGENTS" --reloads "$RELOADS_IDLE" \
+        --trigger "$trigger" --pid "$SB_PID" --write "$RELOAD_WRITE" --log "$RUN_DIR/switchboard.log" | sed -n 2,3p
+    fi
+    # The load, and the reloads under it.
+    until=$(( $(date +%s) + RELOAD_WRK_SECONDS ))
+    wrk -t1 -c"$RELOAD_CONNS" -d"$RELOAD_WRK_SECONDS"s --timeout 10s --latency -s "$BENCH/chat_check.lua" \
+      "$url/v1/chat" >"$RUN_DIR/wrk-reload-$trigger.txt" 2>&1 &
+    wrk_pid=$!
+    PIDS+=("$wrk_pid")
+    sleep 1
+    python3 "$BENCH/reload.py" run "$cfg" "$url" --agents "$RELOAD_AGENTS" --reloads "$RELOADS" \
+      --trigger "$trigger" --pid "$SB_PID" --write "$RELOAD_WRITE" --log "$RUN_DIR/switchboard.log" --load-until "$until"
+    machine
+    wait "$wrk_pid" || true
+    printf 'with reloads, %s s:\t' "$RELOAD_WRK_SECONDS"
+    python3 "$BENCH/report.py" parse "$RELOAD_AGENTS-agents" "$RELOAD_CONNS" "$RUN_DIR/wrk-reload-$trigger.txt"
+    grep -hE 'requests in|Non-2xx|Socket errors|checked turns|first incomplete' "$RUN_DIR/wrk-reload-$trigger.txt" || true
+    printf 'server log: %s WARN, %s ERROR lines\n' \
+      "$(grep -c ' WARN' "$RUN_DIR/switchboard.log" || true)" "$(grep -c ' ERROR' "$RUN_DIR/switchboard.log" || true)"
+    grep -hE ' (WARN|ERROR)' "$RUN_DIR/switchboard.log" | sed 's/\x1b\[[0-9;]*m//g' | cut -c1-240 | head -5 || true
+    cp "$RUN_DIR/switchboard.log" "$RUN_DIR/switchboard-reload-$trigger.log"
+    stop_pid "$SB_PID"
+  done
+  log "logs and wrk outputs: $RUN_DIR"
+}
+
+dag() {
+  # The slow sub-agent serves POST /delay/{ms}/{key}, the DAG's nodes (bench/floor.rs).
+  "$FLOOR_BIN" --slow-agent "127.0.0.1:$SLOW_PORT" 0 >"$RUN_DIR/slow.log" 2>&1 &
+  PIDS+=($!)
+  wait_up "http://127.0.0.1:$SLOW_PORT/delay/0/k00" POST '{}'
+  python3 "$BENCH/dag.py" gen "$RUN_DIR/dag.yaml" "http://127.0.0.1:$SLOW_PORT"
+  start_switchboard "$RUN_DIR/dag.yaml"
+  log "store: $STORE"
+  machine
+  python3 "$BENCH/dag.py" run "http://127.0.0.1:$SB_PORT" "$DAG_TURNS" "http://127.0.0.1:$SLOW_PORT"
+  machine
+}
+
 install
 case "$MODE" in
   compare) compare ;;
   soak) soak ;;
   streams) streams ;;
-  *) log "unknown mode $MODE (compare | soak | streams)"; exit 2 ;;
+  reload) reload ;;
+  dag) dag ;;
+  *) log "unknown mode $MODE (compare | soak | streams | reload | dag)"; exit 2 ;;
 esac
