@@ -224,6 +224,14 @@ fn recognition_report_fifth_config_written_blind() {
     println!("{r:?}");
 }
 
+/// The sixth set (an electronics shop's sales and after-sales, and a health service: the seeds'
+/// domains) was written blind too.
+#[test]
+fn recognition_report_sixth_config_written_blind() {
+    let r = evaluate("sixth_queries.yaml");
+    println!("{r:?}");
+}
+
 /// A lone topical candidate under the selection threshold is planned when no other card comes
 /// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
 /// query asks like one in a single clause.
