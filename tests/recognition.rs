@@ -221,7 +221,9 @@ fn recognition_report_fourth_config_written_blind() {
 #[test]
 fn recognition_report_fifth_config_written_blind() {
     let r = evaluate("fifth_queries.yaml");
-    println!("{r:?}");
+    assert!(pct((r.exact, r.total)) >= 75.0, "{r:?}");
+    assert!(pct(r.by_kind["paraphrase"]) >= 62.0, "{r:?}");
+    assert!(pct(r.oos) >= 100.0, "{r:?}");
 }
 
 /// The sixth set (an electronics shop's sales and after-sales, and a health service: the seeds'
@@ -229,7 +231,9 @@ fn recognition_report_fifth_config_written_blind() {
 #[test]
 fn recognition_report_sixth_config_written_blind() {
     let r = evaluate("sixth_queries.yaml");
-    println!("{r:?}");
+    assert!(pct((r.exact, r.total)) >= 78.0, "{r:?}");
+    assert!(pct(r.by_kind["paraphrase"]) >= 68.0, "{r:?}");
+    assert!(pct(r.oos) >= 87.0, "{r:?}");
 }
 
 /// A lone topical candidate under the selection threshold is planned when no other card comes

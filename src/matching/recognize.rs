@@ -421,8 +421,14 @@ impl Recognizer {
         let mut negated: Vec<String> = Vec::new();
         let mut clause_of: HashMap<String, usize> = HashMap::new();
         let mut topical: Vec<String> = Vec::new();
-        for (card, agg) in per_card {
+        for (card, mut agg) in per_card {
             let id = self.cards[card as usize].id.clone();
+            if agg.negated.is_some() && agg.selected.is_some() && !agg.selected_top {
+                // Negated in one clause ("别约安装了") and selected in another only beside a
+                // better card ("…师傅装的空调漏水，帮我报修"): the negation stands. A card that
+                // leads a clause of its own ("不要靠窗的，帮我选个过道座位") stays selected.
+                agg.selected = None;
+            }
             if agg.keyword {
                 keyword_found.push(id.clone());
             }
@@ -760,7 +766,18 @@ impl Recognizer {
         // A lone pick needs the clause's topics to be the card's: "apply for a mortgage" shares
         // a bank word with a card-loss card, but its own topic (loans) is no card's.
         let topical = a.core_topical && a.specific && !unknown_topic;
-        ClauseScore { card, raw, keyword: a.keyword, negated, evidence, offset: first, selected: false, spans, topical }
+        ClauseScore {
+            card,
+            raw,
+            keyword: a.keyword,
+            negated,
+            evidence,
+            offset: first,
+            selected: false,
+            top: false,
+            spans,
+            topical,
+        }
     }
 }
 
@@ -1240,6 +1257,8 @@ struct ClauseScore {
     evidence: Vec<Evidence>,
     offset: usize,
     selected: bool,
+    /// The best card of its clause (highest raw score, not negated).
+    top: bool,
     /// (start, end, weight) of its evidence in the query.
     spans: Vec<(usize, usize, f32)>,
     /// The card shares a topical (not generic) concept with the clause through its name,
@@ -1255,6 +1274,9 @@ fn select(out: &mut [ClauseScore]) {
     let best = out.iter().filter(|c| c.negated.is_none()).map(|c| c.raw).fold(0.0, f32::max);
     out.sort_by(|a, b| b.raw.partial_cmp(&a.raw).unwrap_or(std::cmp::Ordering::Equal).then(a.card.cmp(&b.card)));
     let mut taken: Vec<(usize, usize)> = Vec::new();
+    if let Some(first) = out.iter_mut().find(|c| c.negated.is_none() && c.raw > 0.0) {
+        first.top = true;
+    }
     for c in out.iter_mut().filter(|c| c.negated.is_none()) {
         if c.keyword {
             c.selected = true;
@@ -1373,6 +1395,8 @@ struct CardAgg {
     clause: usize,
     /// Its best clause shares a topical concept with it.
     topical: bool,
+    /// Selected in a clause where it was the best card (not only alongside a better one).
+    selected_top: bool,
 }
 
 /// Folds one clause's scores (clause number `clause`) into the per-card aggregates.
@@ -1381,6 +1405,7 @@ fn merge(per_card: &mut HashMap<u32, CardAgg>, scored: Vec<ClauseScore>, clause:
         let agg = per_card.entry(c.card).or_default();
         if c.selected {
             agg.keyword |= c.keyword;
+            agg.selected_top |= c.top;
             let first = agg.selected.is_none();
             agg.selected = Some(agg.selected.map_or(c.offset, |o| o.min(c.offset)));
             if first || c.raw > agg.raw {
@@ -1391,7 +1416,10 @@ fn merge(per_card: &mut HashMap<u32, CardAgg>, scored: Vec<ClauseScore>, clause:
                 agg.topical = c.topical;
             }
         } else if let Some(cue) = c.negated {
-            if agg.selected.is_none() {
+            if agg.selected.is_some() {
+                // Selected in an earlier clause: the negation is kept for `rank` to weigh.
+                agg.negated.get_or_insert(cue);
+            } else {
                 agg.negated = Some(cue);
                 if agg.evidence.is_empty() {
                     agg.evidence = c.evidence;
@@ -1599,6 +1627,15 @@ mod tests {
         assert!(rec.candidates[0].evidence.iter().any(|e| matches!(e, Evidence::Negated { .. })));
         // A-not-A questions are not negations.
         assert_eq!(ids(&r.recognize("上海明天是不是要下雨，天气如何")), ["weather"]);
+    }
+
+    #[test]
+    fn a_negated_card_is_not_revived_beside_a_better_one() {
+        let r = recognizer(CARDS);
+        // Weather is negated, then named again only inside the hotel request: not planned.
+        assert_eq!(ids(&r.recognize("不用看天气了，订个下雨天也能去的带泳池酒店")), ["hotel"]);
+        // A card that leads a clause of its own after its negation is the corrected request.
+        assert_eq!(ids(&r.recognize("不要上海的酒店，帮我订北京的酒店")), ["hotel"]);
     }
 
     #[test]
