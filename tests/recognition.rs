@@ -263,6 +263,31 @@ fn lone_topical_candidates_and_near_ties_per_clause() {
     assert!(routed(&third.load(), "How do I apply for a mortgage?").0.is_empty());
 }
 
+/// The same query scores the same every time (hash maps are seeded per instance: scores must
+/// not depend on their order).
+#[test]
+fn recognition_is_deterministic() {
+    for set in ["fifth_queries.yaml", "sixth_queries.yaml", "third_queries.yaml"] {
+        let path = repo().join("tests/fixtures/eval").join(set);
+        let qs: QuerySet = serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let handle = RegistryHandle::open(&path.parent().unwrap().join(&qs.config)).unwrap();
+        let reg = handle.load();
+        for q in &qs.queries {
+            let runs: Vec<Vec<(String, u32, bool)>> = (0..8)
+                .map(|_| {
+                    let rec = reg.recognizer.recognize(&q.q);
+                    let selected: Vec<&str> = rec.selected.iter().map(|s| s.id.as_str()).collect();
+                    rec.candidates
+                        .iter()
+                        .map(|c| (c.id.clone(), c.raw.to_bits(), selected.contains(&c.id.as_str())))
+                        .collect()
+                })
+                .collect();
+            assert!(runs.windows(2).all(|w| w[0] == w[1]), "{set}: {:?} scored differently: {runs:?}", q.q);
+        }
+    }
+}
+
 /// Raw scores of expected cards (positives) and of the best wrong card (negatives) on a set, per
 /// clause-level decision: prints the separation the threshold is chosen from.
 #[test]

@@ -576,7 +576,10 @@ impl Recognizer {
             return None;
         }
         let mut score = vec![0.0f32; self.domains.len()];
-        for (t, &wq) in terms {
+        // Summed in term order, so the same query gates the same way in every run.
+        let mut ordered: Vec<(&&str, &f32)> = terms.iter().collect();
+        ordered.sort_by(|a, b| a.0.cmp(b.0));
+        for (t, &wq) in ordered {
             if let Some(ps) = self.domain_postings.get(*t) {
                 for &(d, w) in ps {
                     score[d as usize] += wq * w;
@@ -680,7 +683,11 @@ impl Recognizer {
             .filter(|(c, _)| self.generic.contains(**c))
             .flat_map(|(_, spans)| spans.iter().copied())
             .collect();
-        for (term, &(wq, s, e, tok)) in &terms.terms {
+        // In query order (then by term): scores add floats and discount overlaps in this order,
+        // so a hash map's order would make the same query score differently from run to run.
+        let mut ordered: Vec<(&&str, &(f32, usize, usize, &Token))> = terms.terms.iter().collect();
+        ordered.sort_by(|a, b| (a.1 .1, a.1 .2, a.0).cmp(&(b.1 .1, b.1 .2, b.0)));
+        for (term, &(wq, s, e, tok)) in ordered {
             let Some(idf) = self.idf.get(*term).copied() else { continue };
             let specific = match tok.kind {
                 TokKind::Concept => !self.generic.contains(*term),
@@ -724,7 +731,9 @@ impl Recognizer {
     /// One card's score in the clause from its accumulated evidence: raw score, negation and
     /// the evidence shown.
     fn card_score(&self, at: &ClauseAt<'_>, cues: &[Cue], card: u32, mut a: Acc, unknown_topic: bool) -> ClauseScore {
-        a.contributions.sort_by(|x, y| y.0.partial_cmp(&x.0).unwrap_or(std::cmp::Ordering::Equal).then(x.1.cmp(&y.1)));
+        a.contributions.sort_by(|x, y| {
+            y.0.partial_cmp(&x.0).unwrap_or(std::cmp::Ordering::Equal).then(x.1.cmp(&y.1)).then(x.2.cmp(&y.2))
+        });
         let mut counted: Vec<(usize, usize)> = Vec::new();
         for &(c, s, e) in &a.contributions {
             let overlaps = counted.iter().any(|&(cs, ce)| s < ce && e > cs);
@@ -741,7 +750,7 @@ impl Recognizer {
             .examples
             .iter()
             .map(|(&ex, &m)| (ex, m / info.examples[ex as usize].mass.max(1e-6)))
-            .max_by(|x, y| x.1.partial_cmp(&y.1).unwrap_or(std::cmp::Ordering::Equal))
+            .max_by(|x, y| x.1.partial_cmp(&y.1).unwrap_or(std::cmp::Ordering::Equal).then(y.0.cmp(&x.0)))
             .unwrap_or((0, 0.0));
         let cov = cov.min(1.0);
         let mut raw = (if a.keyword { W_KEYWORD } else { 0.0 } + a.terms + W_EXAMPLE * cov + a.entity).max(0.0);
