@@ -246,7 +246,7 @@ fn lone_topical_candidates_and_near_ties_per_clause() {
     let q = "My daughter has a rash, can a pediatrician see her this week?";
     let rec = third.load().recognizer.recognize(q);
     let clinic = rec.score("clinic_agent").unwrap().confidence;
-    assert!(clinic < switchboard::matching::recognize::SELECT && clinic >= 0.25, "{clinic}");
+    assert!((0.25..switchboard::matching::recognize::SELECT).contains(&clinic), "{clinic}");
     assert_eq!(routed(&third.load(), q).0, ["clinic_agent"]);
     // A city is a value, not a task: the train card's city list alone plans nothing.
     let fifth = open("fifth/agents_config.yaml");

@@ -685,7 +685,7 @@ impl Recognizer {
             .collect();
         // In query order (then by term): scores add floats and discount overlaps in this order,
         // so a hash map's order would make the same query score differently from run to run.
-        let mut ordered: Vec<(&&str, &(f32, usize, usize, &Token))> = terms.terms.iter().collect();
+        let mut ordered: Vec<_> = terms.terms.iter().collect();
         ordered.sort_by(|a, b| (a.1 .1, a.1 .2, a.0).cmp(&(b.1 .1, b.1 .2, b.0)));
         for (term, &(wq, s, e, tok)) in ordered {
             let Some(idf) = self.idf.get(*term).copied() else { continue };

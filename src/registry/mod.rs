@@ -33,7 +33,7 @@ pub struct KeyDef {
     /// Widget id, `""` for none (the wire form of `fe_widgets_suggestion`).
     pub widget: String,
     /// Validates `{ key: value }` against the key's property in the input schema.
-    pub validator: jsonschema::Validator,
+    pub validator: Arc<jsonschema::Validator>,
     /// JSON type of the property (`"number"`, `"integer"`, `"string"`, ...), used to coerce form
     /// values such as `"1000"`.
     pub json_type: Option<String>,
@@ -90,7 +90,7 @@ impl KeyDef {
     fn new(
         spec: &SemanticKeySpec,
         sub: &Value,
-        validator: jsonschema::Validator,
+        validator: Arc<jsonschema::Validator>,
         lists: &std::collections::BTreeMap<String, Vec<String>>,
     ) -> Self {
         let prop = &sub["properties"][&spec.key];
@@ -136,10 +136,10 @@ pub struct CapabilityCard {
     pub input_schema: Arc<Value>,
     /// The output JSON Schema document.
     pub output_schema: Arc<Value>,
-    /// Validator of the full `inputs` object.
-    pub input_validator: jsonschema::Validator,
-    /// Validator of the reply's `output` object ("acceptance").
-    pub output_validator: jsonschema::Validator,
+    /// Validator of the full `inputs` object (shared by the cards using the same schema file).
+    pub input_validator: Arc<jsonschema::Validator>,
+    /// Validator of the reply's `output` object ("acceptance"; shared like `input_validator`).
+    pub output_validator: Arc<jsonschema::Validator>,
     /// `required_semantic_keys`, compiled, in config order.
     pub keys: Vec<KeyDef>,
     /// Keywords, name and examples, prepared for matching.
@@ -217,8 +217,18 @@ impl Registry {
     /// [`ConfigErrors`] only if a schema that passed validation fails to compile (not expected).
     pub fn from_config(loaded: LoadedConfig, version: u64) -> Result<Self, ConfigErrors> {
         let file_name = loaded.path.display().to_string();
-        let compile =
-            |schema: &Value, pointer: String| compile_schema(schema).map_err(|m| config_error(&file_name, pointer, m));
+        // Cards sharing a schema file share its `Arc<Value>` (the loader reads each file once):
+        // each distinct schema (or key of it) is compiled once, not once per card.
+        let mut compiled: HashMap<(*const Value, String), Arc<jsonschema::Validator>> = HashMap::new();
+        let mut compile = |doc: &Arc<Value>, key: Option<&str>, schema: &Value, pointer: String| {
+            let id = (Arc::as_ptr(doc), key.unwrap_or("").to_string());
+            if let Some(v) = compiled.get(&id) {
+                return Ok(v.clone());
+            }
+            let v = Arc::new(compile_schema(schema).map_err(|m| config_error(&file_name, pointer, m))?);
+            compiled.insert(id, v.clone());
+            Ok::<_, ConfigErrors>(v)
+        };
         let secrets = Arc::new(Secrets::new(loaded.secrets.iter().cloned()));
         crate::logging::remember_secrets(secrets.values());
         let mut agents = Vec::with_capacity(loaded.agents.len());
@@ -226,7 +236,8 @@ impl Registry {
             let mut keys = Vec::with_capacity(resolved.spec.required_semantic_keys.len());
             for (j, k) in resolved.spec.required_semantic_keys.iter().enumerate() {
                 let sub = key_subschema(&resolved.input_schema, &[k.key.as_str()]);
-                let validator = compile(&sub, format!("/agents/{i}/required_semantic_keys/{j}"))?;
+                let pointer = format!("/agents/{i}/required_semantic_keys/{j}");
+                let validator = compile(&resolved.input_schema, Some(k.key.as_str()), &sub, pointer)?;
                 keys.push(KeyDef::new(k, &sub, validator, &loaded.file.lists));
             }
             let mut headers = reqwest::header::HeaderMap::new();
@@ -243,8 +254,18 @@ impl Registry {
             let spec = &resolved.spec;
             let matcher = TermMatcher::new(spec.keywords.iter().chain([&*spec.name]), &spec.examples);
             agents.push(Arc::new(CapabilityCard {
-                input_validator: compile(&resolved.input_schema, format!("/agents/{i}/input_schema"))?,
-                output_validator: compile(&resolved.output_schema, format!("/agents/{i}/output_schema"))?,
+                input_validator: compile(
+                    &resolved.input_schema,
+                    None,
+                    &resolved.input_schema,
+                    format!("/agents/{i}/input_schema"),
+                )?,
+                output_validator: compile(
+                    &resolved.output_schema,
+                    None,
+                    &resolved.output_schema,
+                    format!("/agents/{i}/output_schema"),
+                )?,
                 matcher,
                 keys,
                 headers,

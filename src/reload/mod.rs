@@ -29,8 +29,10 @@ use crate::registry::{RegistryHandle, ReloadOutcome};
 
 pub mod snapshot;
 
-/// How long a burst of file events is coalesced before reloading.
-pub const DEBOUNCE: Duration = Duration::from_millis(150);
+/// How long a burst of file events is coalesced before reloading. Short, so an edit is served
+/// within tens of milliseconds: a save caught half-way fails to load and is read again after
+/// [`SETTLE`] before it is judged.
+pub const DEBOUNCE: Duration = Duration::from_millis(25);
 
 /// How long a file-triggered load that failed waits before it reads the files once more and
 /// judges: a writer that truncates and then writes (saving in place) is seen half-way as an empty
@@ -220,7 +222,26 @@ impl ReloadLoop {
             return;
         }
         self.last_rejection = rejection;
-        let outcome = self.handle.apply_checked(result, &routing_gate);
+        // Compiling 1,000 cards takes tens of milliseconds of CPU: off the async workers, so
+        // turns keep being served meanwhile (the old snapshot is dropped there too).
+        let handle = Arc::clone(&self.handle);
+        let outcome = match tokio::task::spawn_blocking(move || handle.apply_checked(result, &routing_gate)).await {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                tracing::error!(error = %e, "config reload task failed");
+                let version = self.handle.load().version;
+                ReloadOutcome::Rejected {
+                    version,
+                    errors: vec![crate::config::ConfigError {
+                        file: self.path.display().to_string(),
+                        line: None,
+                        column: None,
+                        pointer: None,
+                        message: format!("reload failed: {e}"),
+                    }],
+                }
+            }
+        };
         match &outcome {
             ReloadOutcome::Swapped { version, .. } => crate::metrics::reload("ok", *version),
             ReloadOutcome::Rejected { version, .. } => crate::metrics::reload("failed", *version),

@@ -14,6 +14,7 @@
 mod pipeline;
 mod turn;
 
+use futures::FutureExt;
 use std::sync::Arc;
 
 use chrono::Utc;
@@ -137,15 +138,21 @@ impl Supervisor {
         let span = tracing::info_span!("turn", trace_id = %trace_id, thread = %tid);
         self.turns.spawn(async move {
             let lang = Lang::detect(&req.query);
-            let inner = tokio::spawn(
-                {
-                    let sink = sink.clone();
-                    async move { this.run_turn(req, tid, sink, saved_tx).await }
-                }
-                .instrument(span),
-            );
-            if let Err(e) = inner.await {
-                tracing::error!(error = %e, "turn task failed");
+            // One task per turn: a panic inside the turn is caught here (not by a second task),
+            // so the stream still ends with an error event.
+            let turn = {
+                let sink = sink.clone();
+                let this = this.clone();
+                async move { this.run_turn(req, tid, sink, saved_tx).await }
+            }
+            .instrument(span);
+            if let Err(panic) = std::panic::AssertUnwindSafe(turn).catch_unwind().await {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!(error = %what, "turn task panicked");
             }
             if !sink.is_done() {
                 let text = this_texts.texts().get(lang, "error-turn-failed", &[]);
