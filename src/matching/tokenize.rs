@@ -501,7 +501,14 @@ struct Lexicon {
     names: Vec<String>,
     /// Concepts marked `~` in the lexicon: actions and facets (booking, status, price), not topics.
     generic: Vec<String>,
+    /// Chinese terms written with a gap (`把…修`): the first part, then the second within
+    /// [`GAP_CHARS`] characters of the same clause (Chinese puts objects and complements inside
+    /// a verb phrase: 把空调修一下, 哪个拍照好).
+    zh_gapped: Vec<(String, String, u16)>,
 }
+
+/// Most characters between the two parts of a gapped lexicon term.
+const GAP_CHARS: usize = 6;
 
 /// Names of the lexicon's generic concepts (actions and facets such as `booking`, `status`,
 /// `price`): a query about them is not about a topic of its own.
@@ -517,6 +524,7 @@ fn compile_lexicon(text: &str) -> Lexicon {
     let mut zh: HashMap<String, Vec<u16>> = HashMap::new();
     let mut en_words: HashMap<String, Vec<u16>> = HashMap::new();
     let mut en_phrases: HashMap<String, Vec<Phrase>> = HashMap::new();
+    let mut zh_gapped: Vec<(String, String, u16)> = Vec::new();
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
         let Some((name, terms)) = line.split_once(':') else { continue };
         let id = names.len() as u16;
@@ -529,7 +537,20 @@ fn compile_lexicon(text: &str) -> Lexicon {
             None => name,
         };
         names.push(name.to_string());
-        for term in terms.split(',').map(|t| Normalized::new(t.trim()).text).filter(|t| !t.is_empty()) {
+        for raw in terms.split(',').map(str::trim) {
+            if let Some((a, b)) = raw.split_once('…') {
+                let (a, b) = (Normalized::new(a).text, Normalized::new(b).text);
+                if !a.is_empty() && !b.is_empty() {
+                    zh_gapped.push((a, b, id));
+                }
+            }
+        }
+        for term in terms
+            .split(',')
+            .filter(|t| !t.contains('…'))
+            .map(|t| Normalized::new(t.trim()).text)
+            .filter(|t| !t.is_empty())
+        {
             if term.chars().any(is_han) {
                 let v = zh.entry(term).or_default();
                 if !v.contains(&id) {
@@ -560,7 +581,7 @@ fn compile_lexicon(text: &str) -> Lexicon {
     let (patterns, zh_concepts): (Vec<String>, Vec<Vec<u16>>) = zh.into_iter().unzip();
     let zh =
         AhoCorasick::builder().match_kind(MatchKind::Standard).build(&patterns).expect("the concept lexicon compiles");
-    Lexicon { zh, zh_concepts, en_words, en_phrases, names, generic }
+    Lexicon { zh, zh_concepts, en_words, en_phrases, names, generic, zh_gapped }
 }
 
 /// Latin words of `text` (already normalized) with their byte spans: runs of letters and digits,
@@ -700,6 +721,7 @@ fn zh_concepts(lex: &Lexicon, text: &str) -> Vec<(usize, usize, u16)> {
             found.push((m.start(), m.end(), id));
         }
     }
+
     // Longest first, so a contained match of the same concept meets its container.
     found.sort_by(|a, b| (b.1 - b.0).cmp(&(a.1 - a.0)).then(a.0.cmp(&b.0)));
     let mut kept: Vec<(usize, usize, u16)> = Vec::with_capacity(found.len());
@@ -708,8 +730,36 @@ fn zh_concepts(lex: &Lexicon, text: &str) -> Vec<(usize, usize, u16)> {
             kept.push(f);
         }
     }
+    // Gapped terms only where the same concept was not already found in their span (plain
+    // terms are more precise, and two of them count as two mentions).
+    for (a, b, id) in &lex.zh_gapped {
+        for (start, _) in text.match_indices(a.as_str()) {
+            if let Some(end) = gapped_end(&text[start + a.len()..], b) {
+                let end = start + a.len() + end;
+                if !kept.iter().any(|k| k.2 == *id && k.0 < end && start < k.1) {
+                    kept.push((start, end, *id));
+                }
+            }
+        }
+    }
     kept.sort_by_key(|k| (k.0, k.1));
     kept
+}
+
+/// Where `b` ends in `rest` when it starts within [`GAP_CHARS`] characters that are all letters,
+/// digits or Han (no punctuation: the same clause); `None` otherwise.
+fn gapped_end(rest: &str, b: &str) -> Option<usize> {
+    let mut skipped = 0;
+    for (i, c) in rest.char_indices() {
+        if rest[i..].starts_with(b) {
+            return Some(i + b.len());
+        }
+        if skipped == GAP_CHARS || !(c.is_alphanumeric() || is_han(c)) {
+            return None;
+        }
+        skipped += 1;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -754,6 +804,23 @@ mod tests {
         }
         let hotel = analyze(text).into_iter().find(|t| t.term == "hotel").unwrap();
         assert_eq!(&text[hotel.start..hotel.end], "ＨＯＴＥＬ");
+    }
+
+    #[test]
+    fn gapped_chinese_terms_span_an_inserted_object() {
+        let concepts = |t: &str| terms(t, TokKind::Concept);
+        assert!(concepts("帮我把客厅的空调修一下").contains(&"#fault".to_string()));
+        assert!(concepts("小米和苹果哪个拍照好").contains(&"#compare".to_string()));
+        // Not across a clause boundary, not over more than six characters.
+        assert!(!concepts("哪个，好").contains(&"#compare".to_string()));
+        assert!(!concepts("哪个牌子的手机在晚上拍照最好").contains(&"#compare".to_string()));
+        // Plain terms in the span are kept as they are (two mentions stay two).
+        let spans: Vec<(usize, usize)> = analyze("水管一直在漏水")
+            .into_iter()
+            .filter(|t| t.term == "#home_repair")
+            .map(|t| (t.start, t.end))
+            .collect();
+        assert_eq!(spans.len(), 2, "{spans:?}");
     }
 
     #[test]
