@@ -217,18 +217,7 @@ impl Registry {
     /// [`ConfigErrors`] only if a schema that passed validation fails to compile (not expected).
     pub fn from_config(loaded: LoadedConfig, version: u64) -> Result<Self, ConfigErrors> {
         let file_name = loaded.path.display().to_string();
-        // Cards sharing a schema file share its `Arc<Value>` (the loader reads each file once):
-        // each distinct schema (or key of it) is compiled once, not once per card.
-        let mut compiled: HashMap<(*const Value, String), Arc<jsonschema::Validator>> = HashMap::new();
-        let mut compile = |doc: &Arc<Value>, key: Option<&str>, schema: &Value, pointer: String| {
-            let id = (Arc::as_ptr(doc), key.unwrap_or("").to_string());
-            if let Some(v) = compiled.get(&id) {
-                return Ok(v.clone());
-            }
-            let v = Arc::new(compile_schema(schema).map_err(|m| config_error(&file_name, pointer, m))?);
-            compiled.insert(id, v.clone());
-            Ok::<_, ConfigErrors>(v)
-        };
+        let mut validators = Validators::new(&file_name);
         let secrets = Arc::new(Secrets::new(loaded.secrets.iter().cloned()));
         crate::logging::remember_secrets(secrets.values());
         let mut agents = Vec::with_capacity(loaded.agents.len());
@@ -237,38 +226,20 @@ impl Registry {
             for (j, k) in resolved.spec.required_semantic_keys.iter().enumerate() {
                 let sub = key_subschema(&resolved.input_schema, &[k.key.as_str()]);
                 let pointer = format!("/agents/{i}/required_semantic_keys/{j}");
-                let validator = compile(&resolved.input_schema, Some(k.key.as_str()), &sub, pointer)?;
+                let validator = validators.get(&resolved.input_schema, Some(k.key.as_str()), &sub, pointer)?;
                 keys.push(KeyDef::new(k, &sub, validator, &loaded.file.lists));
             }
-            let mut headers = reqwest::header::HeaderMap::new();
-            for (name, value) in &resolved.headers {
-                if let (Ok(n), Ok(v)) = (
-                    reqwest::header::HeaderName::from_bytes(name.as_bytes()),
-                    reqwest::header::HeaderValue::from_str(value),
-                ) {
-                    let mut v = v;
-                    v.set_sensitive(true);
-                    headers.insert(n, v);
-                }
-            }
+            let (input, output) = (&resolved.input_schema, &resolved.output_schema);
+            let input_validator = validators.get(input, None, input, format!("/agents/{i}/input_schema"))?;
+            let output_validator = validators.get(output, None, output, format!("/agents/{i}/output_schema"))?;
             let spec = &resolved.spec;
             let matcher = TermMatcher::new(spec.keywords.iter().chain([&*spec.name]), &spec.examples);
             agents.push(Arc::new(CapabilityCard {
-                input_validator: compile(
-                    &resolved.input_schema,
-                    None,
-                    &resolved.input_schema,
-                    format!("/agents/{i}/input_schema"),
-                )?,
-                output_validator: compile(
-                    &resolved.output_schema,
-                    None,
-                    &resolved.output_schema,
-                    format!("/agents/{i}/output_schema"),
-                )?,
+                input_validator,
+                output_validator,
                 matcher,
                 keys,
-                headers,
+                headers: sensitive_headers(&resolved.headers),
                 unavailable: resolved.unavailable,
                 secrets: secrets.clone(),
                 url: resolved.url,
@@ -353,6 +324,52 @@ fn compile_auth(
 }
 
 /// One error at `pointer` of the config file.
+/// The validators of one snapshot. Cards sharing a schema file share its `Arc<Value>` (the
+/// loader reads each file once), so each distinct schema — or key of it — is compiled once, not
+/// once per card.
+struct Validators<'a> {
+    file_name: &'a str,
+    compiled: HashMap<(*const Value, String), Arc<jsonschema::Validator>>,
+}
+
+impl<'a> Validators<'a> {
+    fn new(file_name: &'a str) -> Self {
+        Self { file_name, compiled: HashMap::new() }
+    }
+
+    /// The validator of `schema`, which is `doc` itself or its property `key`.
+    fn get(
+        &mut self,
+        doc: &Arc<Value>,
+        key: Option<&str>,
+        schema: &Value,
+        pointer: String,
+    ) -> Result<Arc<jsonschema::Validator>, ConfigErrors> {
+        let id = (Arc::as_ptr(doc), key.unwrap_or("").to_string());
+        if let Some(v) = self.compiled.get(&id) {
+            return Ok(v.clone());
+        }
+        let v = Arc::new(compile_schema(schema).map_err(|m| config_error(self.file_name, pointer, m))?);
+        self.compiled.insert(id, v.clone());
+        Ok(v)
+    }
+}
+
+/// A card's extra headers as a header map, every value marked sensitive (kept out of debug
+/// output); names or values that are not valid HTTP are left out (the config check reports them).
+fn sensitive_headers(pairs: &[(String, String)]) -> reqwest::header::HeaderMap {
+    let mut headers = reqwest::header::HeaderMap::new();
+    for (name, value) in pairs {
+        if let (Ok(n), Ok(mut v)) =
+            (reqwest::header::HeaderName::from_bytes(name.as_bytes()), reqwest::header::HeaderValue::from_str(value))
+        {
+            v.set_sensitive(true);
+            headers.insert(n, v);
+        }
+    }
+    headers
+}
+
 fn config_error(file_name: &str, pointer: String, message: String) -> ConfigErrors {
     ConfigErrors(vec![ConfigError {
         file: file_name.to_string(),
