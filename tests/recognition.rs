@@ -221,8 +221,8 @@ fn recognition_report_fourth_config_written_blind() {
 #[test]
 fn recognition_report_fifth_config_written_blind() {
     let r = evaluate("fifth_queries.yaml");
-    assert!(pct((r.exact, r.total)) >= 75.0, "{r:?}");
-    assert!(pct(r.by_kind["paraphrase"]) >= 62.0, "{r:?}");
+    assert!(pct((r.exact, r.total)) >= 76.0, "{r:?}");
+    assert!(pct(r.by_kind["paraphrase"]) >= 65.0, "{r:?}");
     assert!(pct(r.oos) >= 100.0, "{r:?}");
 }
 
@@ -241,7 +241,9 @@ fn recognition_report_sixth_config_written_blind() {
 #[test]
 fn recognition_report_seventh_config_written_blind() {
     let r = evaluate("seventh_queries.yaml");
-    println!("{r:?}");
+    assert!(pct((r.exact, r.total)) >= 81.0, "{r:?}");
+    assert!(pct(r.by_kind["paraphrase"]) >= 71.0, "{r:?}");
+    assert!(pct(r.oos) >= 100.0, "{r:?}");
 }
 
 /// A lone topical candidate under the selection threshold is planned when no other card comes
