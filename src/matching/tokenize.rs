@@ -503,8 +503,10 @@ struct Lexicon {
     generic: Vec<String>,
     /// Chinese terms written with a gap (`把…修`): the first part, then the second within
     /// [`GAP_CHARS`] characters of the same clause (Chinese puts objects and complements inside
-    /// a verb phrase: 把空调修一下, 哪个拍照好).
-    zh_gapped: Vec<(String, String, u16)>,
+    /// a verb phrase: 把空调修一下, 哪个拍照好): their first parts in one automaton, and per
+    /// first part its (second part, concept) pairs.
+    zh_gap_heads: AhoCorasick,
+    zh_gap_tails: Vec<Vec<(String, u16)>>,
 }
 
 /// Most characters between the two parts of a gapped lexicon term.
@@ -581,7 +583,19 @@ fn compile_lexicon(text: &str) -> Lexicon {
     let (patterns, zh_concepts): (Vec<String>, Vec<Vec<u16>>) = zh.into_iter().unzip();
     let zh =
         AhoCorasick::builder().match_kind(MatchKind::Standard).build(&patterns).expect("the concept lexicon compiles");
-    Lexicon { zh, zh_concepts, en_words, en_phrases, names, generic, zh_gapped }
+    let mut heads: Vec<String> = Vec::new();
+    let mut zh_gap_tails: Vec<Vec<(String, u16)>> = Vec::new();
+    for (a, b, id) in zh_gapped {
+        match heads.iter().position(|h| *h == a) {
+            Some(i) => zh_gap_tails[i].push((b, id)),
+            None => {
+                heads.push(a);
+                zh_gap_tails.push(vec![(b, id)]);
+            }
+        }
+    }
+    let zh_gap_heads = AhoCorasick::new(&heads).expect("the gapped terms compile");
+    Lexicon { zh, zh_concepts, en_words, en_phrases, names, generic, zh_gap_heads, zh_gap_tails }
 }
 
 /// Latin words of `text` (already normalized) with their byte spans: runs of letters and digits,
@@ -732,10 +746,10 @@ fn zh_concepts(lex: &Lexicon, text: &str) -> Vec<(usize, usize, u16)> {
     }
     // Gapped terms only where the same concept was not already found in their span (plain
     // terms are more precise, and two of them count as two mentions).
-    for (a, b, id) in &lex.zh_gapped {
-        for (start, _) in text.match_indices(a.as_str()) {
-            if let Some(end) = gapped_end(&text[start + a.len()..], b) {
-                let end = start + a.len() + end;
+    for head in lex.zh_gap_heads.find_overlapping_iter(text) {
+        for (b, id) in &lex.zh_gap_tails[head.pattern().as_usize()] {
+            if let Some(end) = gapped_end(&text[head.end()..], b) {
+                let (start, end) = (head.start(), head.end() + end);
                 if !kept.iter().any(|k| k.2 == *id && k.0 < end && start < k.1) {
                     kept.push((start, end, *id));
                 }
