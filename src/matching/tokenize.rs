@@ -763,15 +763,13 @@ fn zh_concepts(lex: &Lexicon, text: &str) -> Vec<(usize, usize, u16)> {
 /// Where `b` ends in `rest` when it starts within [`GAP_CHARS`] characters that are all letters,
 /// digits or Han (no punctuation: the same clause); `None` otherwise.
 fn gapped_end(rest: &str, b: &str) -> Option<usize> {
-    let mut skipped = 0;
-    for (i, c) in rest.char_indices() {
+    for (skipped, (i, c)) in rest.char_indices().enumerate() {
         if rest[i..].starts_with(b) {
             return Some(i + b.len());
         }
         if skipped == GAP_CHARS || !(c.is_alphanumeric() || is_han(c)) {
             return None;
         }
-        skipped += 1;
     }
     None
 }
