@@ -121,8 +121,8 @@ fn word_stem(word: &str) -> String {
 
 /// Words a lexicon phrase may have between its own ("send *them* back", "pick *me* up").
 const PHRASE_FILLER: &[&str] = &[
-    "it", "them", "this", "that", "these", "those", "me", "him", "her", "us", "my", "a", "an", "the", "some", "do",
-    "doe",
+    "it", "them", "this", "that", "these", "those", "me", "him", "her", "us", "my", "your", "our", "their", "his",
+    "its", "a", "an", "the", "some", "do", "doe",
 ];
 
 /// The index past the last word of `stems` matched from `words[k]` on, with at most two filler
