@@ -252,8 +252,8 @@ fn recognition_report_seventh_config_written_blind() {
 fn recognition_report_eighth_config_written_blind() {
     let r = evaluate("eighth_queries.yaml");
     // Its first run, before any reading of its misses: 41/60, paraphrases 17/32, 7/8.
-    assert!(pct((r.exact, r.total)) >= 68.0, "{r:?}");
-    assert!(pct(r.by_kind["paraphrase"]) >= 53.0, "{r:?}");
+    assert!(pct((r.exact, r.total)) >= 83.0, "{r:?}");
+    assert!(pct(r.by_kind["paraphrase"]) >= 78.0, "{r:?}");
     assert!(pct(r.oos) >= 87.0, "{r:?}");
 }
 
