@@ -241,8 +241,8 @@ fn recognition_report_sixth_config_written_blind() {
 #[test]
 fn recognition_report_seventh_config_written_blind() {
     let r = evaluate("seventh_queries.yaml");
-    assert!(pct((r.exact, r.total)) >= 81.0, "{r:?}");
-    assert!(pct(r.by_kind["paraphrase"]) >= 71.0, "{r:?}");
+    assert!(pct((r.exact, r.total)) >= 83.0, "{r:?}");
+    assert!(pct(r.by_kind["paraphrase"]) >= 75.0, "{r:?}");
     assert!(pct(r.oos) >= 100.0, "{r:?}");
 }
 

@@ -620,16 +620,20 @@ impl Recognizer {
         // unless a card knows another sense of the same words ("screening" is a screen and a
         // film showing; "mail" an e-mail and a parcel).
         let known = |t: &str| self.idf.contains_key(t) || self.generic.contains(t);
-        let unknown_topic = terms.concept_hits.iter().any(|(t, spans)| {
-            !known(t)
-                && spans.iter().any(|&(s, e)| {
-                    !terms.concept_hits.iter().any(|(o, os)| known(o) && os.iter().any(|&(a, b)| a < e && b > s))
-                })
-        });
+        let unknown_topics = terms
+            .concept_hits
+            .iter()
+            .filter(|(t, spans)| {
+                !known(t)
+                    && spans.iter().any(|&(s, e)| {
+                        !terms.concept_hits.iter().any(|(o, os)| known(o) && os.iter().any(|&(a, b)| a < e && b > s))
+                    })
+            })
+            .count();
 
         // Raw scores, negation, selection.
         let mut out: Vec<ClauseScore> =
-            acc.into_iter().map(|(card, a)| self.card_score(&at, cues, card, a, unknown_topic)).collect();
+            acc.into_iter().map(|(card, a)| self.card_score(&at, cues, card, a, unknown_topics)).collect();
         select(&mut out);
         out
     }
@@ -709,6 +713,9 @@ impl Recognizer {
                     if tok.kind == TokKind::Concept && !slot && !self.generic.contains(*term) {
                         a.topical = true;
                         a.core_topical |= p.field != Field::Description;
+                        if !a.topics.iter().any(|t| t == term) {
+                            a.topics.push((*term).to_string());
+                        }
                     }
                     a.specific |= specific && !slot;
                     let surface = &at.query[s..e];
@@ -730,7 +737,8 @@ impl Recognizer {
 
     /// One card's score in the clause from its accumulated evidence: raw score, negation and
     /// the evidence shown.
-    fn card_score(&self, at: &ClauseAt<'_>, cues: &[Cue], card: u32, mut a: Acc, unknown_topic: bool) -> ClauseScore {
+    /// `unknown_topics`: how many topics of the clause no card covers.
+    fn card_score(&self, at: &ClauseAt<'_>, cues: &[Cue], card: u32, mut a: Acc, unknown_topics: usize) -> ClauseScore {
         a.contributions.sort_by(|x, y| {
             y.0.partial_cmp(&x.0).unwrap_or(std::cmp::Ordering::Equal).then(x.1.cmp(&y.1)).then(x.2.cmp(&y.2))
         });
@@ -742,7 +750,7 @@ impl Recognizer {
             a.spans.push((s, e, c));
             counted.push((s, e));
         }
-        if unknown_topic && !a.topical && !a.keyword {
+        if unknown_topics > 0 && !a.topical && !a.keyword {
             a.terms -= OFF_TOPIC;
         }
         let info = &self.cards[card as usize];
@@ -772,9 +780,10 @@ impl Recognizer {
         evidence.extend(a.evidence_entity.iter().cloned());
         let first = a.spans.iter().map(|s| s.0).min().unwrap_or(at.clause.start);
         let spans = a.spans.iter().map(|&(s, e, w)| (s, e, w)).collect();
-        // A lone pick needs the clause's topics to be the card's: "apply for a mortgage" shares
-        // a bank word with a card-loss card, but its own topic (loans) is no card's.
-        let topical = a.core_topical && a.specific && !unknown_topic;
+        // A lone pick needs the clause to be more about the card's topics than about topics no
+        // card covers: "apply for a mortgage" is about loans, which no card of a card-loss
+        // config covers; "borrow 30,000 for my wedding" is about a loan, the wedding is context.
+        let topical = a.core_topical && a.specific && a.topics.len() > unknown_topics;
         ClauseScore {
             card,
             raw,
@@ -1242,6 +1251,8 @@ struct Acc {
     /// ... through its name, keywords or examples (not only its description, which may mention
     /// other topics in passing).
     core_topical: bool,
+    /// The distinct topical concepts it shares with the clause.
+    topics: Vec<String>,
     /// An entity found by a `pattern` rule (a flight number): distinctive on its own, unlike a
     /// value of a list (a city), which says with what, not what to do.
     pattern_entity: bool,
@@ -1271,7 +1282,7 @@ struct ClauseScore {
     /// (start, end, weight) of its evidence in the query.
     spans: Vec<(usize, usize, f32)>,
     /// The card shares a topical (not generic) concept with the clause through its name,
-    /// keywords or examples, and the clause has no topic that no card covers.
+    /// keywords or examples, and more of them than the clause has topics no card covers.
     topical: bool,
 }
 
@@ -1358,7 +1369,8 @@ fn merge_spans(query: &str, mut spans: Vec<(usize, usize)>) -> Vec<String> {
 /// short); negated cards are no rivals.
 /// With nothing confident, the best candidate when it stands alone: it shares a topic (a topical
 /// lexicon concept, not only generic words, found in its name, keywords or examples rather than
-/// only mentioned in its description) with the query, the query has no topic no card
+/// only mentioned in its description) with the query, more of them than the query has topics no
+/// card
 /// covers, the candidate reaches [`LONE`], and every other
 /// candidate is under [`LONE_MARGIN`] of its confidence. Rasa's fallback compares the top
 /// intent with a threshold *and* with the runner-up; a lone topical match is the second case.
@@ -1481,6 +1493,11 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut start = 0;
     for m in SPLIT.find_iter(text) {
+        // A thousands separator is no clause boundary ("30,000", "1,500元").
+        let digit = |c: Option<char>| c.is_some_and(|c| c.is_ascii_digit());
+        if m.as_str() == "," && digit(text[..m.start()].chars().next_back()) && digit(text[m.end()..].chars().next()) {
+            continue;
+        }
         if m.start() > start && text[start..m.start()].chars().any(char::is_alphanumeric) {
             out.push((start, m.start()));
         }
@@ -1616,6 +1633,13 @@ mod tests {
         assert_eq!(separable_forms("挂号").iter().filter(|f| *f == "挂个号").count(), 1);
         assert!(separable_forms("hotel").is_empty() && separable_forms("航班动态查询").is_empty());
         assert_eq!(ids(&r.recognize("查一下航班CA1234")), ["flight"]);
+    }
+
+    #[test]
+    fn a_thousands_separator_splits_no_clause() {
+        let r = recognizer(CARDS);
+        assert_eq!(r.recognize("book a hotel for 1,500 yuan in Shanghai").clauses.len(), 1);
+        assert_eq!(r.recognize("订酒店，查天气").clauses.len(), 2);
     }
 
     #[test]
