@@ -27,6 +27,7 @@
 //! and only cards of the best domains (plus cards found by keyword) are scored.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use regex::Regex;
@@ -310,6 +311,7 @@ impl Recognizer {
     /// Compiles the recognizer over `cards` (the enabled, available ones), resolving
     /// `values_from` against `lists`.
     pub fn new(cards: &[CardInput<'_>], lists: &BTreeMap<String, Vec<String>>) -> Self {
+        text_memo_generation(cards.len() * 8);
         let mut domains: Vec<String> = Vec::new();
         let mut compiled = Vec::with_capacity(cards.len());
         // Per card: term -> (best field weight, field); per example: term -> query weight.
@@ -808,12 +810,53 @@ impl Card {
 
 /// A card's terms (name, keywords, description, examples), each with the weight of the best
 /// field it appears in.
+/// Analyzed card texts, kept across snapshots: a reload re-analyzes only the texts that changed
+/// (segmentation, stemming and the lexicon are most of compiling a card). Entries unused by the
+/// latest compilations are dropped once the memo outgrows them.
+struct TextMemo {
+    texts: HashMap<String, (Arc<Vec<Token>>, u64)>,
+    generation: u64,
+}
+
+static TEXT_MEMO: LazyLock<Mutex<TextMemo>> =
+    LazyLock::new(|| Mutex::new(TextMemo { texts: HashMap::new(), generation: 0 }));
+
+/// Entries the memo keeps whatever their age.
+const TEXT_MEMO_FLOOR: usize = 4096;
+
+/// The analysis of a card's text (name, keyword, description, example, key description),
+/// memoized across compilations.
+fn card_text_terms(text: &str) -> Arc<Vec<Token>> {
+    let mut memo = TEXT_MEMO.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let generation = memo.generation;
+    if let Some((tokens, used)) = memo.texts.get_mut(text) {
+        *used = generation;
+        return tokens.clone();
+    }
+    drop(memo);
+    let tokens = Arc::new(analyze_normalized(&Normalized::new(text)));
+    let mut memo = TEXT_MEMO.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    memo.texts.insert(text.to_string(), (tokens.clone(), generation));
+    tokens
+}
+
+/// Starts a compilation: texts not used by this one or the previous one may be dropped once the
+/// memo holds more than twice `texts` entries (and more than [`TEXT_MEMO_FLOOR`]).
+fn text_memo_generation(texts: usize) {
+    let mut memo = TEXT_MEMO.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    memo.generation += 1;
+    let keep_from = memo.generation.saturating_sub(1);
+    if memo.texts.len() > TEXT_MEMO_FLOOR.max(2 * texts) {
+        memo.texts.retain(|_, (_, used)| *used >= keep_from);
+    }
+}
+
 fn card_fields_terms(spec: &CapabilityCardSpec) -> HashMap<String, (f32, Field)> {
     let mut terms: HashMap<String, (f32, Field)> = HashMap::new();
     let mut add = |text: &str, field: Field| {
-        for t in analyze_normalized(&Normalized::new(text)) {
+        for t in card_text_terms(text).iter() {
             let w = field.weight();
-            let e = terms.entry(t.term).or_insert((w, field));
+            let e = terms.entry(t.term.clone()).or_insert((w, field));
             if w > e.0 {
                 *e = (w, field);
             }
@@ -837,9 +880,9 @@ fn card_fields_terms(spec: &CapabilityCardSpec) -> HashMap<String, (f32, Field)>
 /// An example's terms with their query weight (by token kind).
 fn example_query_terms(example: &str) -> HashMap<String, f32> {
     let mut m: HashMap<String, f32> = HashMap::new();
-    for t in analyze_normalized(&Normalized::new(example)) {
+    for t in card_text_terms(example).iter() {
         let w = kind_weight(t.kind);
-        let v = m.entry(t.term).or_insert(0.0);
+        let v = m.entry(t.term.clone()).or_insert(0.0);
         *v = v.max(w);
     }
     m
@@ -873,9 +916,9 @@ fn own_text(spec: &CapabilityCardSpec) -> String {
 fn slot_words(spec: &CapabilityCardSpec) -> Vec<String> {
     let mut slot_words: Vec<String> = Vec::new();
     for k in &spec.required_semantic_keys {
-        for t in analyze_normalized(&Normalized::new(&k.description)) {
+        for t in card_text_terms(&k.description).iter() {
             if t.kind == TokKind::Word && t.term.chars().count() >= 2 && !slot_words.contains(&t.term) {
-                slot_words.push(t.term);
+                slot_words.push(t.term.clone());
             }
         }
     }
