@@ -241,8 +241,8 @@ fn recognition_report_sixth_config_written_blind() {
 #[test]
 fn recognition_report_seventh_config_written_blind() {
     let r = evaluate("seventh_queries.yaml");
-    assert!(pct((r.exact, r.total)) >= 83.0, "{r:?}");
-    assert!(pct(r.by_kind["paraphrase"]) >= 75.0, "{r:?}");
+    assert!(pct((r.exact, r.total)) >= 85.0, "{r:?}");
+    assert!(pct(r.by_kind["paraphrase"]) >= 78.0, "{r:?}");
     assert!(pct(r.oos) >= 100.0, "{r:?}");
 }
 
@@ -306,6 +306,23 @@ fn recognition_is_deterministic() {
                 .collect();
             assert!(runs.windows(2).all(|w| w[0] == w[1]), "{set}: {:?} scored differently: {runs:?}", q.q);
         }
+    }
+}
+
+/// Common English verbs are no topic: a stem such as "check" (from a lexicon's "checking"
+/// account) or "save" (from "savings") would make every "check if…" a banking question, an
+/// uncovered topic that stops a lone weather card from being planned.
+#[test]
+fn common_verbs_are_no_topic() {
+    let demo = RegistryHandle::open(&repo().join("agents_config.yaml")).unwrap();
+    assert_eq!(routed(&demo.load(), "check if it will snow in Harbin").0, ["weather_agent"]);
+    for verb in ["check", "save", "move", "note", "light"] {
+        let concepts: Vec<String> = switchboard::matching::tokenize::analyze(verb)
+            .into_iter()
+            .filter(|t| t.kind == switchboard::matching::tokenize::TokKind::Concept)
+            .map(|t| t.term)
+            .collect();
+        assert!(concepts.is_empty(), "{verb}: {concepts:?}");
     }
 }
 
