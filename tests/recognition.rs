@@ -326,6 +326,16 @@ fn common_verbs_are_no_topic() {
     }
 }
 
+/// The did-you-mean question offers first the cards sharing the query's topic: for a flight
+/// ticket, the flight card before a hotel card met only on 订 and a city.
+#[test]
+fn did_you_mean_offers_topical_cards_first() {
+    let demo = RegistryHandle::open(&repo().join("agents_config.yaml")).unwrap();
+    let (planned, offered) = routed(&demo.load(), "帮我订一张去北京的机票");
+    assert!(planned.is_empty(), "{planned:?}");
+    assert_eq!(offered.first().map(String::as_str), Some("flight_agent"), "{offered:?}");
+}
+
 /// Raw scores of expected cards (positives) and of the best wrong card (negatives) on a set, per
 /// clause-level decision: prints the separation the threshold is chosen from.
 #[test]

@@ -461,7 +461,10 @@ impl Recognizer {
             b.raw.partial_cmp(&a.raw).unwrap_or(std::cmp::Ordering::Equal).then_with(|| a.id.cmp(&b.id))
         };
         candidates.sort_by(by_conf);
-        uncertain.sort_by(by_conf);
+        // The did-you-mean list offers first the cards that share the query's topic, then those
+        // met only on generic words or values ("订一张去北京的机票": a flight card before a hotel
+        // card that shares 订 and the city).
+        uncertain.sort_by(|a, b| topical.contains(&b.id).cmp(&topical.contains(&a.id)).then_with(|| by_conf(a, b)));
         if selected.is_empty() {
             if let Some(winner) = clear_winner(&candidates, &topical, &negated) {
                 uncertain.retain(|c| c.id != winner.id);
