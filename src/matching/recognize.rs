@@ -567,6 +567,9 @@ impl Recognizer {
                 }
             }
         }
+        // A keyword named as a place to go ("安排个车到酒店", "a car to my hotel") says where, not
+        // what to do: no keyword evidence (its words still count as terms).
+        hits.retain(|h| !after_destination_marker(query, h.1));
         if let Some(cards) = self.exact_examples.get(&normalize(query)) {
             for &card in cards {
                 hits.push((card, 0, query.len(), self.cards[card as usize].examples_text_for(query)));
@@ -1076,6 +1079,29 @@ fn separable_forms(keyword: &str) -> Vec<String> {
     }
     let rest: String = chars[1..].iter().collect();
     SEPARABLE_INSERTS.iter().map(|ins| format!("{}{ins}{rest}", chars[0])).collect()
+}
+
+/// Whether the text just before byte `at` of `query` marks a destination or origin: Chinese
+/// 到 / 去 / 回 / 往 right before (not the resultative 订到 / 买到 / 找到 / 抢到), or English
+/// "to", "from", "back to", optionally with my / the / our / your / his / her / their.
+fn after_destination_marker(query: &str, at: usize) -> bool {
+    let before = &query[..at];
+    let mut chars = before.chars().rev();
+    match chars.next() {
+        Some('到') => !matches!(chars.next(), Some('订' | '买' | '抢' | '找' | '收' | '拿' | '办' | '约' | '定')),
+        Some('去' | '回' | '往') => true,
+        _ => {
+            let words: Vec<String> =
+                before.split_whitespace().rev().take(2).map(|w| w.to_lowercase()).collect::<Vec<_>>();
+            let owner = |w: &str| matches!(w, "my" | "the" | "our" | "your" | "his" | "her" | "their");
+            let marker = |w: &str| matches!(w, "to" | "from");
+            match words.as_slice() {
+                [last, ..] if marker(last) => true,
+                [last, prev] => owner(last) && marker(prev),
+                _ => false,
+            }
+        }
+    }
 }
 
 /// Entities: one source per distinct rule, owned by the cards using it.
@@ -1686,6 +1712,22 @@ mod tests {
         let r = recognizer(CARDS);
         assert_eq!(r.recognize("book a hotel for 1,500 yuan in Shanghai").clauses.len(), 1);
         assert_eq!(r.recognize("订酒店，查天气").clauses.len(), 2);
+    }
+
+    #[test]
+    fn a_keyword_named_as_a_destination_is_no_keyword() {
+        let r = recognizer(CARDS);
+        let kw = |q: &str| {
+            r.recognize(q)
+                .score("hotel")
+                .is_some_and(|c| c.evidence.iter().any(|e| matches!(e, Evidence::Keyword { .. })))
+        };
+        assert!(kw("帮我订北京的酒店"));
+        assert!(kw("book a hotel in Shanghai"));
+        assert!(!kw("落地后帮我安排个车到酒店"));
+        assert!(!kw("send a car to my hotel"));
+        // 订到 is "managed to book", not a destination.
+        assert!(kw("我订到酒店了吗"));
     }
 
     #[test]
