@@ -176,10 +176,7 @@ pub(crate) fn evaluate(set_file: &str) -> Report {
 
 #[test]
 fn recognition_report_demo_config_tuning_set() {
-    let r = evaluate("demo_queries.yaml");
-    assert!(pct((r.exact, r.total)) >= 97.0, "{r:?}");
-    assert!(pct(r.by_kind["paraphrase"]) >= 94.0, "{r:?}");
-    assert!(pct(r.oos) >= 100.0, "{r:?}");
+    assert_floors(&evaluate("demo_queries.yaml"), 97.0, 94.0, 100.0);
 }
 
 /// Share of the set either routed exactly or, for a missed task query, answered by a did-you-mean
@@ -188,12 +185,17 @@ fn right_or_asked(r: &Report) -> f64 {
     pct((r.exact + r.misses_asked.0, r.total))
 }
 
+/// Asserts a set's floors, in percent: exact agent sets, paraphrases, out-of-scope precision.
+fn assert_floors(r: &Report, exact: f64, paraphrase: f64, oos: f64) {
+    assert!(pct((r.exact, r.total)) >= exact, "{r:?}");
+    assert!(pct(r.by_kind["paraphrase"]) >= paraphrase, "{r:?}");
+    assert!(pct(r.oos) >= oos, "{r:?}");
+}
+
 #[test]
 fn recognition_report_held_out_config() {
     let r = evaluate("eval_queries.yaml");
-    assert!(pct((r.exact, r.total)) >= 93.0, "{r:?}");
-    assert!(pct(r.by_kind["paraphrase"]) >= 86.0, "{r:?}");
-    assert!(pct(r.oos) >= 100.0, "{r:?}");
+    assert_floors(&r, 93.0, 86.0, 100.0);
     assert!(pct(r.misses_with_candidates) >= 100.0, "{r:?}");
     assert!(right_or_asked(&r) >= 97.0, "{r:?}");
 }
@@ -201,9 +203,7 @@ fn recognition_report_held_out_config() {
 #[test]
 fn recognition_report_third_config() {
     let r = evaluate("third_queries.yaml");
-    assert!(pct((r.exact, r.total)) >= 87.0, "{r:?}");
-    assert!(pct(r.by_kind["paraphrase"]) >= 83.0, "{r:?}");
-    assert!(pct(r.oos) >= 91.0, "{r:?}");
+    assert_floors(&r, 87.0, 83.0, 91.0);
     assert!(right_or_asked(&r) >= 93.0, "{r:?}");
 }
 
@@ -211,50 +211,36 @@ fn recognition_report_third_config() {
 /// "Recognition"); its first run gave 47/64 (paraphrases 18/34).
 #[test]
 fn recognition_report_fourth_config_written_blind() {
-    let r = evaluate("fourth_queries.yaml");
-    assert!(pct((r.exact, r.total)) >= 92.0, "{r:?}");
-    assert!(pct(r.by_kind["paraphrase"]) >= 88.0, "{r:?}");
-    assert!(pct(r.oos) >= 90.0, "{r:?}");
+    assert_floors(&evaluate("fourth_queries.yaml"), 92.0, 88.0, 90.0);
 }
 
 /// The fifth set (airline and travel services) was written blind too.
 #[test]
 fn recognition_report_fifth_config_written_blind() {
-    let r = evaluate("fifth_queries.yaml");
-    assert!(pct((r.exact, r.total)) >= 90.0, "{r:?}");
-    assert!(pct(r.by_kind["paraphrase"]) >= 87.0, "{r:?}");
-    assert!(pct(r.oos) >= 100.0, "{r:?}");
+    assert_floors(&evaluate("fifth_queries.yaml"), 90.0, 87.0, 100.0);
 }
 
 /// The sixth set (an electronics shop's sales and after-sales, and a health service: the seeds'
 /// domains) was written blind too.
 #[test]
 fn recognition_report_sixth_config_written_blind() {
-    let r = evaluate("sixth_queries.yaml");
-    assert!(pct((r.exact, r.total)) >= 78.0, "{r:?}");
-    assert!(pct(r.by_kind["paraphrase"]) >= 68.0, "{r:?}");
-    assert!(pct(r.oos) >= 87.0, "{r:?}");
+    assert_floors(&evaluate("sixth_queries.yaml"), 78.0, 68.0, 87.0);
 }
 
-/// The seventh set (a bank's and a mobile carrier's services) was written blind too, after the
-/// recognizer changes of the round: its first run is the current estimate for a foreign config.
+/// The seventh set (a bank's and a mobile carrier's services) was written blind too, and first run
+/// after the rule changes of the round (44/60, paraphrases 18/32).
 #[test]
 fn recognition_report_seventh_config_written_blind() {
-    let r = evaluate("seventh_queries.yaml");
-    assert!(pct((r.exact, r.total)) >= 85.0, "{r:?}");
-    assert!(pct(r.by_kind["paraphrase"]) >= 78.0, "{r:?}");
-    assert!(pct(r.oos) >= 100.0, "{r:?}");
+    assert_floors(&evaluate("seventh_queries.yaml"), 85.0, 78.0, 100.0);
 }
 
 /// The eighth set (a university's student services and a city's public services) was written
 /// blind and first run after every other change of the round.
 #[test]
 fn recognition_report_eighth_config_written_blind() {
-    let r = evaluate("eighth_queries.yaml");
-    // Its first run, before any reading of its misses: 41/60, paraphrases 17/32, 7/8.
-    assert!(pct((r.exact, r.total)) >= 83.0, "{r:?}");
-    assert!(pct(r.by_kind["paraphrase"]) >= 78.0, "{r:?}");
-    assert!(pct(r.oos) >= 87.0, "{r:?}");
+    // Its first run, before any reading of its misses, was 41/60, paraphrases 17/32, out of
+    // scope 7/8; the floors are what the round reached after reading them.
+    assert_floors(&evaluate("eighth_queries.yaml"), 83.0, 78.0, 87.0);
 }
 
 /// A lone topical candidate under the selection threshold is planned when no other card comes

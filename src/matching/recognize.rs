@@ -422,7 +422,7 @@ impl Recognizer {
         let mut keyword_found: Vec<String> = Vec::new();
         let mut negated: Vec<String> = Vec::new();
         let mut clause_of: HashMap<String, usize> = HashMap::new();
-        let mut topical: Vec<String> = Vec::new();
+        let mut topical: HashSet<String> = HashSet::new();
         for (card, mut agg) in per_card {
             let id = self.cards[card as usize].id.clone();
             if agg.negated.is_some() && agg.selected.is_some() && !agg.selected_top {
@@ -440,7 +440,7 @@ impl Recognizer {
             let confidence = round2(agg.confidence);
             clause_of.insert(id.clone(), agg.clause);
             if agg.topical {
-                topical.push(id.clone());
+                topical.insert(id.clone());
             }
             let mut evidence = agg.evidence;
             if agg.selected.is_none() {
@@ -814,8 +814,6 @@ impl Card {
     }
 }
 
-/// A card's terms (name, keywords, description, examples), each with the weight of the best
-/// field it appears in.
 /// Analyzed card texts, kept across snapshots: a reload re-analyzes only the texts that changed
 /// (segmentation, stemming and the lexicon are most of compiling a card). Entries unused by the
 /// latest compilations are dropped once the memo outgrows them.
@@ -857,6 +855,8 @@ fn text_memo_generation(texts: usize) {
     }
 }
 
+/// A card's terms (name, keywords, description, examples), each with the weight of the best
+/// field it appears in.
 fn card_fields_terms(spec: &CapabilityCardSpec) -> HashMap<String, (f32, Field)> {
     let mut terms: HashMap<String, (f32, Field)> = HashMap::new();
     let mut add = |text: &str, field: Field| {
@@ -1083,7 +1083,7 @@ fn separable_forms(keyword: &str) -> Vec<String> {
 
 /// Whether the text just before byte `at` of `query` marks a destination or origin: Chinese
 /// 到 / 去 / 回 / 往 right before (not the resultative 订到 / 买到 / 找到 / 抢到), or English
-/// "to", "from", "back to", optionally with my / the / our / your / his / her / their.
+/// "to" / "from", optionally followed by my / the / our / your / his / her / their.
 fn after_destination_marker(query: &str, at: usize) -> bool {
     let before = &query[..at];
     let mut chars = before.chars().rev();
@@ -1091,8 +1091,7 @@ fn after_destination_marker(query: &str, at: usize) -> bool {
         Some('到') => !matches!(chars.next(), Some('订' | '买' | '抢' | '找' | '收' | '拿' | '办' | '约' | '定')),
         Some('去' | '回' | '往') => true,
         _ => {
-            let words: Vec<String> =
-                before.split_whitespace().rev().take(2).map(|w| w.to_lowercase()).collect::<Vec<_>>();
+            let words: Vec<String> = before.split_whitespace().rev().take(2).map(str::to_lowercase).collect();
             let owner = |w: &str| matches!(w, "my" | "the" | "our" | "your" | "his" | "her" | "their");
             let marker = |w: &str| matches!(w, "to" | "from");
             match words.as_slice() {
@@ -1436,17 +1435,17 @@ fn merge_spans(query: &str, mut spans: Vec<(usize, usize)>) -> Vec<String> {
     merged.into_iter().map(|(s, e)| query[s..e].trim().to_string()).filter(|t| !t.is_empty()).collect()
 }
 
-/// One card selected, not by keyword, and another scored within [`AMBIGUITY`] of its confidence.
-/// In a one-clause query (in several clauses a rival is rather a second request that fell
-/// short); negated cards are no rivals.
 /// With nothing confident, the best candidate when it stands alone: it shares a topic (a topical
 /// lexicon concept, not only generic words, found in its name, keywords or examples rather than
 /// only mentioned in its description) with the query, more of them than the query has topics no
-/// card
-/// covers, the candidate reaches [`LONE`], and every other
-/// candidate is under [`LONE_MARGIN`] of its confidence. Rasa's fallback compares the top
-/// intent with a threshold *and* with the runner-up; a lone topical match is the second case.
-fn clear_winner<'c>(candidates: &'c [CardScore], topical: &[String], negated: &[String]) -> Option<&'c CardScore> {
+/// card covers, it reaches [`LONE`], and every other candidate is under [`LONE_MARGIN`] of its
+/// confidence. Rasa's fallback compares the top intent with a threshold *and* with the
+/// runner-up; a lone topical match is the second case.
+fn clear_winner<'c>(
+    candidates: &'c [CardScore],
+    topical: &HashSet<String>,
+    negated: &[String],
+) -> Option<&'c CardScore> {
     let mut live = candidates.iter().filter(|c| !negated.contains(&c.id));
     let best = live.next()?;
     let runner_up = live.next().map_or(0.0, |c| c.confidence);
@@ -1454,6 +1453,9 @@ fn clear_winner<'c>(candidates: &'c [CardScore], topical: &[String], negated: &[
         .then_some(best)
 }
 
+/// One card selected, not by keyword, and another scored within [`AMBIGUITY`] of its confidence
+/// from the same clause (a rival in another clause is rather a second request that fell short);
+/// negated cards are no rivals.
 fn ambiguous(
     selected: &[Selected],
     candidates: &[CardScore],
