@@ -7,6 +7,11 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use switchboard::app::{self, AppOptions};
 
+/// jemalloc, purging freed memory in the background (see Cargo.toml).
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Parser)]
 #[command(name = "switchboard", version, about = "A config-driven dynamic supervisor for multi-agent systems")]
 struct Cli {
