@@ -836,6 +836,42 @@ mod tests {
     }
 
     #[test]
+    fn topic_terms_are_no_common_verbs() {
+        // A single English word of a topic concept is a verb users say about anything ("check",
+        // "pay", "book"): only phrases may hold it ("checking account", "pay rent").
+        let lex = &*LEXICON;
+        for verb in [
+            "get", "take", "make", "go", "check", "save", "book", "change", "move", "keep", "stop", "pay", "send",
+            "put", "run", "work", "open", "close", "show", "set", "need", "want", "call", "look", "find", "help",
+            "use", "start",
+        ] {
+            for id in lex.en_words.get(&stem(verb)).into_iter().flatten() {
+                let name = &lex.names[*id as usize];
+                assert!(lex.generic.contains(name), "'{verb}' is a single word of the topic concept {name}");
+            }
+        }
+    }
+
+    #[test]
+    fn sub_services_of_one_domain_are_told_apart() {
+        let has = |q: &str, c: &str| terms(q, TokKind::Concept).iter().any(|t| t == &format!("#{c}"));
+        assert!(has("猫毛打结了想剪一剪", "pet_grooming") && !has("猫毛打结了想剪一剪", "pet_vet"));
+        assert!(has("狗狗最近不吃东西还一直吐", "pet_vet") && !has("狗狗最近不吃东西还一直吐", "pet_grooming"));
+        assert!(has("下周出差一周，猫没人照顾怎么办", "pet_boarding"));
+        assert!(has("My cat ran away yesterday", "lost_pet"));
+        assert!(has("oil change", "car_service") && !has("oil change", "car_wash"));
+        assert!(has("车太脏了想洗洗", "car_wash") && !has("车太脏了想洗洗", "car_service"));
+        assert!(has("My car broke down on the highway and I need a tow", "roadside_assistance"));
+        assert!(has("my landlord hasn't got the money", "rent_payment"));
+        assert!(has("退租押金什么时候退", "lease") && !has("退租押金什么时候退", "rent_payment"));
+        assert!(has("Can I freeze my gym membership for two months?", "gym_membership"));
+        assert!(has("I have no signal at home", "mobile_signal") && !has("I have no signal at home", "mobile_data"));
+        // Not on words of other services: a phone's screen film, charging on a train.
+        assert!(!has("手机贴膜", "car_wash") && !has("火车上能充电吗", "ev_charging"));
+        assert!(!has("how many points do I have on my license", "nail_salon"));
+    }
+
+    #[test]
     fn odd_input_does_not_panic() {
         for text in ["", "   ", "🙂🙂🙂", "？？！！。。", "a'", "'a", "x".repeat(5000).as_str(), "ǅ İ ß ﬁ"]
         {
