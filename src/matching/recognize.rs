@@ -13,8 +13,10 @@
 //!      the registry's cards (normalized so scores compare across registry sizes);
 //!    - **similar example**: the share of an example's weighted terms the clause covers;
 //!    - **entity**: a semantic-key extractor of the card matching with a distinctive rule
-//!      (`pattern`, or a `values` list), divided among the cards owning the same rule; generic
-//!      types (date, time, number) are no evidence.
+//!      (`pattern`, or a `values` list), divided among the cards owning the same rule; a list
+//!      value counts as much as its words are specific to the registry's cards (its least IDF),
+//!      so a value every card names (狗 in a pet shop) tells none apart; generic types (date,
+//!      time, number) are no evidence.
 //! 3. Negation and correction cues (不用 / 不要 / 别 / 不需要 / 取消 / 算了 / 不想 / 不是 /
 //!    don't / do not / no need / not / instead of / rather than …) remove, in their clause only,
 //!    the cards whose evidence lies in their scope.
@@ -619,7 +621,7 @@ impl Recognizer {
         let at = ClauseAt { query, norm, clause };
         let mut acc: HashMap<u32, Acc> = HashMap::new();
         // Entities first: their spans are left out of term matching (words only).
-        let masks = self.entity_evidence(&at, &mut acc);
+        let masks = self.entity_evidence(&at, tokens, &mut acc);
         keyword_evidence(clause, keyword_hits, &mut acc);
         let terms = ClauseTerms::of(tokens, clause, &masks);
         self.term_evidence(&at, &terms, &mut acc);
@@ -648,7 +650,7 @@ impl Recognizer {
 
     /// Entity evidence of the clause for every card owning a matching rule; returns the matched
     /// spans (query byte offsets).
-    fn entity_evidence(&self, at: &ClauseAt<'_>, acc: &mut HashMap<u32, Acc>) -> Vec<(usize, usize)> {
+    fn entity_evidence(&self, at: &ClauseAt<'_>, tokens: &[Token], acc: &mut HashMap<u32, Acc>) -> Vec<(usize, usize)> {
         let clause = at.clause;
         let text = &at.query[clause.start..clause.end];
         let mut masks: Vec<(usize, usize)> = Vec::new();
@@ -659,7 +661,10 @@ impl Recognizer {
             let mut owners: Vec<u32> = src.users.iter().map(|u| u.0).collect();
             owners.sort_unstable();
             owners.dedup();
-            let w = src.weight / owners.len() as f32;
+            let mut w = src.weight / owners.len() as f32;
+            if matches!(src.rule, EntityRule::Values(..)) {
+                w *= self.value_spread(tokens, clause.start + s, clause.start + e);
+            }
             for (card, key) in &src.users {
                 let a = acc.entry(*card).or_default();
                 if !a.entity_keys.contains(key) {
@@ -672,6 +677,18 @@ impl Recognizer {
             }
         }
         masks
+    }
+
+    /// How much a value of a list found at `s..e` tells its owners apart: the least IDF over
+    /// the registry of the words and concepts at its span (1.0 when no card's text holds them).
+    /// A value other cards' texts name too ("狗" where every card of a pet shop says 宠物 or 狗)
+    /// is what the conversation is about, not which service it asks for.
+    fn value_spread(&self, tokens: &[Token], s: usize, e: usize) -> f32 {
+        tokens
+            .iter()
+            .filter(|t| matches!(t.kind, TokKind::Word | TokKind::Concept) && t.start < e && t.end > s)
+            .filter_map(|t| self.idf.get(&t.term).copied())
+            .fold(1.0, f32::min)
     }
 
     /// Evidence of the clause's terms shared with cards' text and examples (cards outside the
@@ -1678,6 +1695,40 @@ mod tests {
             vec!["北京".to_string(), "上海".to_string(), "Shanghai".to_string()],
         )]);
         Recognizer::new(&refs, &lists)
+    }
+
+    const PET_CARDS: &str = r#"
+- id: vet
+  name: 宠物医院挂号
+  description: 为猫狗预约宠物医院的门诊
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [兽医]
+  required_semantic_keys:
+    - { key: species, description: 宠物种类, extract: { values_from: species } }
+- id: grooming
+  name: 宠物美容
+  description: 给猫狗洗澡、剪毛、修指甲
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [宠物美容]
+- id: boarding
+  name: 宠物寄养
+  description: 出门时把猫狗寄养在门店
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [寄养]
+"#;
+
+    #[test]
+    fn a_list_value_every_card_names_tells_no_card_apart() {
+        let specs: Vec<CapabilityCardSpec> = serde_yaml_ng::from_str(PET_CARDS).unwrap();
+        let refs: Vec<&CapabilityCardSpec> = specs.iter().collect();
+        let lists = BTreeMap::from([("species".to_string(), vec!["猫".to_string(), "狗".to_string()])]);
+        let r = Recognizer::new(&refs, &lists);
+        // 狗 is a value of the vet card's list, but every card's text names dogs: the haircut
+        // decides, not the species.
+        assert_eq!(ids(&r.recognize("狗的毛太长了，想找人给它剪一剪")), ["grooming"]);
+        // The value still counts where only its owner names it.
+        let vet = r.recognize("我家狗需要看兽医");
+        assert_eq!(ids(&vet), ["vet"]);
     }
 
     fn ids(r: &Recognition) -> Vec<&str> {
