@@ -12,6 +12,8 @@
 //!      name / keywords / description / examples, weighted by field and by an IDF computed over
 //!      the registry's cards (normalized so scores compare across registry sizes);
 //!    - **similar example**: the share of an example's weighted terms the clause covers;
+//!    - dates, times and parts of a day ("周六下午", "tomorrow at 3pm", "this weekend") are left
+//!      out of term matching: they say when, not what;
 //!    - **entity**: a semantic-key extractor of the card matching with a distinctive rule
 //!      (`pattern`, or a `values` list), divided among the cards owning the same rule; a list
 //!      value counts as much as its words are specific to the registry's cards (its least IDF),
@@ -35,6 +37,7 @@ use aho_corasick::{AhoCorasick, MatchKind};
 use regex::Regex;
 use serde::Serialize;
 
+use super::dates::{dates, times};
 use super::terms::{find_term, normalize, Term};
 use super::tokenize::{analyze_normalized, words, Normalized, TokKind, Token};
 use crate::config::{CapabilityCardSpec, ExtractSpec, ValueType};
@@ -386,13 +389,14 @@ impl Recognizer {
         let tokens = analyze_normalized(&norm);
         let cues = find_cues(&norm);
         let keyword_hits = self.keyword_hits(query, &norm);
+        let when = date_time_spans(query);
 
         let mut per_card: HashMap<u32, CardAgg> = HashMap::new();
         let mut any_selected = false;
         let mut outcomes: Vec<ClauseOutcome> = Vec::with_capacity(clauses.len());
         for &(s, e) in &clauses {
             let clause = Clause { start: norm.orig(s), end: norm.orig(e) };
-            let scored = self.score_clause(query, &norm, clause, &tokens, &keyword_hits, &cues);
+            let scored = self.score_clause(query, &norm, clause, &tokens, &keyword_hits, &cues, &when);
             any_selected |= scored.iter().any(|c| c.selected);
             outcomes.push(ClauseOutcome::of(clause, &scored));
             merge(&mut per_card, scored, outcomes.len() - 1);
@@ -401,7 +405,7 @@ impl Recognizer {
         if !any_selected && clauses.len() > 1 {
             // Evidence split across clauses ("somewhere to stay, in Chengdu"): the whole query.
             let whole = Clause { start: 0, end: query.len() };
-            let scored = self.score_clause(query, &norm, whole, &tokens, &keyword_hits, &cues);
+            let scored = self.score_clause(query, &norm, whole, &tokens, &keyword_hits, &cues, &when);
             merge(&mut per_card, scored, clauses.len());
         }
 
@@ -617,11 +621,14 @@ impl Recognizer {
         tokens: &[Token],
         keyword_hits: &[(u32, usize, usize, String)],
         cues: &[Cue],
+        when: &[(usize, usize)],
     ) -> Vec<ClauseScore> {
         let at = ClauseAt { query, norm, clause };
         let mut acc: HashMap<u32, Acc> = HashMap::new();
-        // Entities first: their spans are left out of term matching (words only).
-        let masks = self.entity_evidence(&at, tokens, &mut acc);
+        // Entities first: their spans are left out of term matching (words only), and so are
+        // dates and times ("周六下午" says when, not what: an example's "这周六" is no evidence).
+        let mut masks = self.entity_evidence(&at, tokens, &mut acc);
+        masks.extend(when.iter().copied().filter(|&(s, e)| s < clause.end && e > clause.start));
         keyword_evidence(clause, keyword_hits, &mut acc);
         let terms = ClauseTerms::of(tokens, clause, &masks);
         self.term_evidence(&at, &terms, &mut acc);
@@ -1549,6 +1556,24 @@ fn merge(per_card: &mut HashMap<u32, CardAgg>, scored: Vec<ClauseScore>, clause:
     }
 }
 
+/// Parts of a day and of a week, said alone ("下午", "this weekend"): when, not what.
+static DAYPARTS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)上午|下午|中午|晚上|早上|傍晚|凌晨|今晚|明晚|明早|周末|礼拜天|\b(?:this |tomorrow |on )?(?:morning|afternoon|evening|tonight|weekend)s?\b",
+    )
+    .expect("the dayparts compile")
+});
+
+/// Byte spans of the dates and times `query` mentions ("周六下午", "tomorrow at 3pm").
+fn date_time_spans(query: &str) -> Vec<(usize, usize)> {
+    // Only the spans matter: any day serves as today.
+    let today = chrono::NaiveDate::from_ymd_opt(2000, 1, 1).unwrap_or_default();
+    let mut spans: Vec<(usize, usize)> = dates(query, today).into_iter().map(|d| (d.start, d.end)).collect();
+    spans.extend(times(query).into_iter().map(|t| (t.start, t.end)));
+    spans.extend(DAYPARTS.find_iter(query).map(|m| (m.start(), m.end())));
+    spans
+}
+
 fn kind_weight(kind: TokKind) -> f32 {
     match kind {
         TokKind::Word => Q_WORD,
@@ -1729,6 +1754,31 @@ mod tests {
         // The value still counts where only its owner names it.
         let vet = r.recognize("我家狗需要看兽医");
         assert_eq!(ids(&vet), ["vet"]);
+    }
+
+    #[test]
+    fn dates_and_times_are_no_evidence() {
+        let r = recognizer(
+            r#"
+- id: car_service
+  name: 保养维修预约
+  description: 预约4S店保养和维修
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [保养]
+  examples: ["帮我约这周六下午去店里做个保养"]
+- id: flat_viewing
+  name: 找房看房
+  description: 找出租房源并预约看房
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [看房]
+"#,
+        );
+        // "周六下午" is in the car card's example, but it says when, not what.
+        let rec = r.recognize("中介说那套两室的房子能去瞅瞅，帮我约个周六下午");
+        assert!(!ids(&rec).contains(&"car_service"), "{rec:?}");
+        assert_eq!(rec.top(1)[0].id, "flat_viewing");
+        let rec = r.recognize("Can you book me in for Saturday afternoon?");
+        assert!(rec.selected.is_empty(), "{rec:?}");
     }
 
     fn ids(r: &Recognition) -> Vec<&str> {
