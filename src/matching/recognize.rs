@@ -386,26 +386,29 @@ impl Recognizer {
         }
         let norm = Normalized::new(query);
         let clauses = split_clauses(&norm);
-        let tokens = analyze_normalized(&norm);
-        let cues = find_cues(&norm);
-        let keyword_hits = self.keyword_hits(query, &norm);
-        let when = date_time_spans(query);
+        let parts = QueryParts {
+            tokens: analyze_normalized(&norm),
+            cues: find_cues(&norm),
+            keyword_hits: self.keyword_hits(query, &norm),
+            when: date_time_spans(query),
+        };
 
         let mut per_card: HashMap<u32, CardAgg> = HashMap::new();
         let mut any_selected = false;
         let mut outcomes: Vec<ClauseOutcome> = Vec::with_capacity(clauses.len());
         for &(s, e) in &clauses {
             let clause = Clause { start: norm.orig(s), end: norm.orig(e) };
-            let scored = self.score_clause(query, &norm, clause, &tokens, &keyword_hits, &cues, &when);
+            let scored = self.score_clause(query, &norm, clause, &parts);
             any_selected |= scored.iter().any(|c| c.selected);
             outcomes.push(ClauseOutcome::of(clause, &scored));
             merge(&mut per_card, scored, outcomes.len() - 1);
         }
-        let unhandled = if any_selected { self.unhandled(query, &norm, &outcomes, &tokens, &cues) } else { Vec::new() };
+        let unhandled =
+            if any_selected { self.unhandled(query, &norm, &outcomes, &parts.tokens, &parts.cues) } else { Vec::new() };
         if !any_selected && clauses.len() > 1 {
             // Evidence split across clauses ("somewhere to stay, in Chengdu"): the whole query.
             let whole = Clause { start: 0, end: query.len() };
-            let scored = self.score_clause(query, &norm, whole, &tokens, &keyword_hits, &cues, &when);
+            let scored = self.score_clause(query, &norm, whole, &parts);
             merge(&mut per_card, scored, clauses.len());
         }
 
@@ -613,16 +616,8 @@ impl Recognizer {
         Some(allowed)
     }
 
-    fn score_clause(
-        &self,
-        query: &str,
-        norm: &Normalized,
-        clause: Clause,
-        tokens: &[Token],
-        keyword_hits: &[(u32, usize, usize, String)],
-        cues: &[Cue],
-        when: &[(usize, usize)],
-    ) -> Vec<ClauseScore> {
+    fn score_clause(&self, query: &str, norm: &Normalized, clause: Clause, parts: &QueryParts) -> Vec<ClauseScore> {
+        let QueryParts { tokens, keyword_hits, cues, when } = parts;
         let at = ClauseAt { query, norm, clause };
         let mut acc: HashMap<u32, Acc> = HashMap::new();
         // Entities first: their spans are left out of term matching (words only), and so are
@@ -1167,6 +1162,18 @@ fn keyword_evidence(clause: Clause, keyword_hits: &[(u32, usize, usize, String)]
         }
         a.spans.push((*s, *e, W_KEYWORD));
     }
+}
+
+/// What is found in the whole query before its clauses are scored.
+struct QueryParts {
+    /// Its terms (words, bigrams, characters, concepts).
+    tokens: Vec<Token>,
+    /// Keywords found: (card, start, end, keyword).
+    keyword_hits: Vec<(u32, usize, usize, String)>,
+    /// Negation and correction cues.
+    cues: Vec<Cue>,
+    /// Spans of dates, times and parts of a day (left out of term matching).
+    when: Vec<(usize, usize)>,
 }
 
 /// The distinct terms of a clause.
