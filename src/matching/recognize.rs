@@ -15,7 +15,8 @@
 //!    - dates, times and parts of a day ("周六下午", "tomorrow at 3pm", "this weekend") are left
 //!      out of term matching: they say when, not what;
 //!    - **entity**: a semantic-key extractor of the card matching with a distinctive rule
-//!      (`pattern`, or a `values` list), divided among the cards owning the same rule; a list
+//!      (`pattern`, or a `values` list), divided among the cards owning the same rule (a
+//!      pattern that matches a plain number on its own, like an amount's `(\d+)`, is weak); a list
 //!      value counts as much as its words are specific to the registry's cards (its least IDF),
 //!      so a value every card names (狗 in a pet shop) tells none apart; generic types (date,
 //!      time, number) are no evidence.
@@ -1296,7 +1297,10 @@ fn rule_key(x: &ExtractSpec) -> Option<String> {
 
 fn build_rule(x: &ExtractSpec, lists: &BTreeMap<String, Vec<String>>) -> Option<(EntityRule, f32)> {
     if let Some(p) = &x.pattern {
-        return Regex::new(p).ok().map(|r| (EntityRule::Pattern(r), W_PATTERN));
+        return Regex::new(p).ok().map(|r| {
+            let w = if matches_plain_numbers(&r) { W_ENTITY_WEAK } else { W_PATTERN };
+            (EntityRule::Pattern(r), w)
+        });
     }
     if let Some(values) = x.values.as_ref().or_else(|| x.values_from.as_ref().and_then(|n| lists.get(n))) {
         return Some((EntityRule::Values(values.iter().map(|v| Term::new(v)).collect()), W_VALUES));
@@ -1310,6 +1314,16 @@ fn build_rule(x: &ExtractSpec, lists: &BTreeMap<String, Vec<String>>) -> Option<
             .map(|r| (EntityRule::Phone(r), W_ENTITY_WEAK)),
         _ => None,
     }
+}
+
+/// Numbers users mention in passing (an amount, a room, a year, a count, a short code).
+const PLAIN_NUMBERS: &[&str] = &["7", "42", "512", "2026", "30000", "123456", "1234567", "12345678", "1,000", "3.5"];
+
+/// Whether a key's pattern matches a plain number on its own: then it tells no card apart (an
+/// amount `(\d+)`, a six-digit code `(\d{6})`), unlike one needing letters, a unit or a long
+/// identifier (`[A-Z]{2}\d{4}`, `(\d+)\s*股`, `\d{16,19}`).
+fn matches_plain_numbers(re: &Regex) -> bool {
+    PLAIN_NUMBERS.iter().any(|n| re.is_match(n))
 }
 
 impl EntityRule {
@@ -1786,6 +1800,39 @@ mod tests {
         assert_eq!(rec.top(1)[0].id, "flat_viewing");
         let rec = r.recognize("Can you book me in for Saturday afternoon?");
         assert!(rec.selected.is_empty(), "{rec:?}");
+    }
+
+    #[test]
+    fn a_pattern_any_number_matches_is_weak_evidence() {
+        let r = recognizer(
+            r#"
+- id: transfer
+  name: 银证转账
+  description: 在银行卡和证券账户之间转钱
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [银证转账]
+  required_semantic_keys:
+    - { key: amount, description: 金额, extract: { pattern: '(\d+(?:[.,]\d+)*)\s*(?:元|块)?' } }
+- id: meals
+  name: 病房订餐
+  description: 为住院病人预订一日三餐
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [订餐]
+- id: flight
+  name: 航班动态
+  description: 查询航班状态
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [航班]
+  required_semantic_keys:
+    - { key: flight_no, description: 航班号, extract: { pattern: '([A-Z]{2}\d{3,4})' } }
+"#,
+        );
+        // 512 is a room, not an amount: the meal card's words decide.
+        assert_eq!(ids(&r.recognize("我爸住在512房，帮他安排这周的三餐")), ["meals"]);
+        // A pattern that needs letters still counts as much as before.
+        let rec = r.recognize("CA1234到哪了");
+        assert_eq!(rec.top(1)[0].id, "flight", "{rec:?}");
+        assert!(rec.top(1)[0].raw >= W_PATTERN - OFF_TOPIC, "{rec:?}");
     }
 
     fn ids(r: &Recognition) -> Vec<&str> {
