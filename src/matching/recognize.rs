@@ -938,12 +938,22 @@ fn own_text(spec: &CapabilityCardSpec) -> String {
         .join("\n")
 }
 
-/// The words (two characters or more) of the card's semantic keys' descriptions.
+/// The words (two characters or more) of the card's semantic keys' descriptions, except those
+/// its name, keywords or description use too: "银行卡" in a transfer card's key "转出到银行卡" is
+/// what the card is about, not only a value it asks for.
 fn slot_words(spec: &CapabilityCardSpec) -> Vec<String> {
+    let mut own: HashSet<String> = HashSet::new();
+    for text in spec.name.all().chain(spec.keywords.iter().map(String::as_str)).chain(spec.description.all()) {
+        own.extend(card_text_terms(text).iter().filter(|t| t.kind == TokKind::Word).map(|t| t.term.clone()));
+    }
     let mut slot_words: Vec<String> = Vec::new();
     for k in &spec.required_semantic_keys {
         for t in card_text_terms(&k.description).iter() {
-            if t.kind == TokKind::Word && t.term.chars().count() >= 2 && !slot_words.contains(&t.term) {
+            if t.kind == TokKind::Word
+                && t.term.chars().count() >= 2
+                && !own.contains(&t.term)
+                && !slot_words.contains(&t.term)
+            {
                 slot_words.push(t.term.clone());
             }
         }
@@ -1833,6 +1843,29 @@ mod tests {
         let rec = r.recognize("CA1234到哪了");
         assert_eq!(rec.top(1)[0].id, "flight", "{rec:?}");
         assert!(rec.top(1)[0].raw >= W_PATTERN - OFF_TOPIC, "{rec:?}");
+    }
+
+    #[test]
+    fn a_key_word_the_card_is_about_is_no_slot_word() {
+        let r = recognizer(
+            r#"
+- id: transfer
+  name: 银证转账
+  description: 在银行卡与证券账户之间转钱
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [银证转账]
+  required_semantic_keys:
+    - { key: direction, description: 转入证券账户或转出到银行卡 }
+- id: dividend
+  name: 分红查询
+  description: 查询持仓证券的分红派息
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [分红]
+  examples: ["分红打到银行卡了吗"]
+"#,
+        );
+        let rec = r.recognize("卖掉的钱怎么弄回银行卡");
+        assert_eq!(rec.top(1)[0].id, "transfer", "{rec:?}");
     }
 
     fn ids(r: &Recognition) -> Vec<&str> {
