@@ -872,6 +872,66 @@ mod tests {
     }
 
     #[test]
+    fn services_of_insurance_banking_shops_offices_and_agencies_are_told_apart() {
+        let has = |q: &str, c: &str| terms(q, TokKind::Concept).iter().any(|t| t == &format!("#{c}"));
+        // Insurance: a claim by kind, a change, a cancellation are each their own service.
+        assert!(has("车被人追尾了，怎么走保险", "car_claim") && !has("车被人追尾了，怎么走保险", "property_claim"));
+        assert!(has("家里水管爆了把地板泡坏了，保险赔不赔", "property_claim"));
+        assert!(has("我想把保单的受益人改成我老婆", "policy_change"));
+        assert!(
+            has("这个保险我不想要了，能退吗", "policy_cancel") && !has("这个保险我不想要了，能退吗", "policy_renewal")
+        );
+        assert!(has("I want to cancel my policy during the cooling-off period", "policy_cancel"));
+        assert!(!has("I want to cancel my policy during the cooling-off period", "hotel_change"));
+        // Banking.
+        assert!(has("新卡寄到了怎么激活", "card_activation") && !has("新卡寄到了怎么激活", "card_limit"));
+        assert!(has("信用卡额度太低了想提一下", "card_limit"));
+        assert!(has("给朋友转的钱一直没到账", "transfer_problem"));
+        assert!(has("ATM吞了我的卡", "atm_issue") && has("My account is frozen", "account_freeze"));
+        assert!(has("这个月的还款还不上了怎么办", "loan_repayment") && !has("这个月的还款还不上了怎么办", "mortgage"));
+        // Shops after the order.
+        assert!(has("发票抬头开错了能重开吗", "invoice_reissue"));
+        assert!(has("鞋子小了想换大一码", "exchange_item") && !has("鞋子小了想换大一码", "coupon_issue"));
+        assert!(has("My promo code is not working", "coupon_issue"));
+        assert!(!has("我想换个密码", "exchange_item") && !has("课程兑换码在哪里", "exchange_item"));
+        // Travel.
+        assert!(has("想取消酒店预订", "hotel_change") && has("高铁票能改签吗", "train_change"));
+        assert!(has("My luggage didn't arrive", "lost_luggage") && has("去日本要办签证吗", "visa_application"));
+        // Outpatient care.
+        assert!(has("我的药快吃完了，想再开点", "prescription_refill"));
+        assert!(has("能不能在网上问一下医生", "telemedicine") && has("想预约个体检", "checkup"));
+        // Schools.
+        assert!(has("四六级什么时候报名", "exam_registration") && has("考试成绩什么时候出", "exam_result"));
+        assert!(has("课没上完，剩下的钱能退吗", "course_refund") && has("网课回放看不了", "online_course"));
+        assert!(has("孩子数学跟不上，想找个家教", "tutoring"));
+        // Workplace: kinds of leave, payroll, attendance.
+        assert!(has("我还有几天年假", "annual_leave") && !has("我还有几天年假", "sick_leave"));
+        assert!(has("产假有多少天", "parental_leave") && has("My payslip is wrong", "payroll_issue"));
+        assert!(
+            has("昨天忘打卡了怎么补", "attendance_correction") && !has("银行卡丢了要补卡", "attendance_correction")
+        );
+        assert!(!has("我想问下工资多少", "payroll_issue"));
+        // IT support.
+        assert!(has("打印机又卡纸了", "printer_issue") && has("会议室的wifi连不上", "wifi_issue"));
+        assert!(
+            has("我没有这个共享文件夹的权限", "access_request")
+                && has("I clicked on a suspicious link in an email", "phishing_report")
+        );
+        assert!(!has("手机屏幕碎了", "computer_fault"));
+        // Public services.
+        assert!(has("护照过期了怎么换", "passport") && !has("护照过期了怎么换", "id_card"));
+        assert!(has("公积金怎么提取", "provident_fund") && has("宝宝出生了怎么上户口", "birth_registration"));
+        assert!(has("个税退税什么时候到账", "tax_refund") && has("想注册一家公司", "business_license"));
+        assert!(!has("Rear-ended? How do I file a claim", "tax"));
+        // Homes, jobs, games, events, rides.
+        assert!(has("首套房首付要多少", "property_purchase") && !has("这个月该交房租了", "property_purchase"));
+        assert!(!has("知识产权纠纷", "property_purchase"));
+        assert!(has("我的游戏账号被封了", "game_account") && has("游戏充值了没到账", "game_topup"));
+        assert!(has("手机落在出租车上了", "ride_lost_item") && has("I left my phone in the taxi", "ride_lost_item"));
+        assert!(has("司机绕路了我要投诉", "driver_complaint") && has("I was overcharged for my ride", "fare_dispute"));
+    }
+
+    #[test]
     fn odd_input_does_not_panic() {
         for text in ["", "   ", "🙂🙂🙂", "？？！！。。", "a'", "'a", "x".repeat(5000).as_str(), "ǅ İ ß ﬁ"]
         {
