@@ -433,8 +433,10 @@ impl Recognizer {
         let mut negated: Vec<String> = Vec::new();
         let mut clause_of: HashMap<String, usize> = HashMap::new();
         let mut topical: HashSet<String> = HashSet::new();
+        let mut spans_of: HashMap<String, Vec<(usize, usize)>> = HashMap::new();
         for (card, mut agg) in per_card {
             let id = self.cards[card as usize].id.clone();
+            spans_of.insert(id.clone(), std::mem::take(&mut agg.spans));
             if agg.negated.is_some() && agg.selected.is_some() && !agg.selected_top {
                 // Negated in one clause ("别约安装了") and selected in another only beside a
                 // better card ("…师傅装的空调漏水，帮我报修"): the negation stands. A card that
@@ -476,7 +478,7 @@ impl Recognizer {
         // card that shares 订 and the city).
         uncertain.sort_by(|a, b| topical.contains(&b.id).cmp(&topical.contains(&a.id)).then_with(|| by_conf(a, b)));
         if selected.is_empty() {
-            if let Some(winner) = clear_winner(&candidates, &topical, &negated) {
+            if let Some(winner) = clear_winner(&candidates, &topical, &negated, &spans_of) {
                 uncertain.retain(|c| c.id != winner.id);
                 selected.push(Selected { id: winner.id.clone(), offset: 0, confidence: winner.confidence });
             }
@@ -1496,14 +1498,26 @@ fn merge_spans(query: &str, mut spans: Vec<(usize, usize)>) -> Vec<String> {
 /// card covers, it reaches [`LONE`], and every other candidate is under [`LONE_MARGIN`] of its
 /// confidence. Rasa's fallback compares the top intent with a threshold *and* with the
 /// runner-up; a lone topical match is the second case.
+///
+/// A candidate whose evidence lies entirely within the best one's (the same words, counted for
+/// less: "oil change" names car maintenance, and the car it implies is all a parking card shares)
+/// offers no other reading of the query and is no runner-up.
 fn clear_winner<'c>(
     candidates: &'c [CardScore],
     topical: &HashSet<String>,
     negated: &[String],
+    spans_of: &HashMap<String, Vec<(usize, usize)>>,
 ) -> Option<&'c CardScore> {
     let mut live = candidates.iter().filter(|c| !negated.contains(&c.id));
     let best = live.next()?;
-    let runner_up = live.next().map_or(0.0, |c| c.confidence);
+    let no_spans = Vec::new();
+    let best_spans = spans_of.get(&best.id).unwrap_or(&no_spans);
+    let within_best = |c: &CardScore| {
+        spans_of.get(&c.id).is_some_and(|spans| {
+            !spans.is_empty() && spans.iter().all(|&(s, e)| best_spans.iter().any(|&(bs, be)| bs <= s && e <= be))
+        })
+    };
+    let runner_up = live.find(|c| !within_best(c)).map_or(0.0, |c| c.confidence);
     (topical.contains(&best.id) && best.confidence >= LONE && runner_up <= best.confidence * LONE_MARGIN)
         .then_some(best)
 }
@@ -1545,6 +1559,8 @@ struct CardAgg {
     clause: usize,
     /// Its best clause shares a topical concept with it.
     topical: bool,
+    /// The query spans of its evidence in that clause.
+    spans: Vec<(usize, usize)>,
     /// Selected in a clause where it was the best card (not only alongside a better one).
     selected_top: bool,
 }
@@ -1564,6 +1580,7 @@ fn merge(per_card: &mut HashMap<u32, CardAgg>, scored: Vec<ClauseScore>, clause:
                 agg.evidence = c.evidence;
                 agg.clause = clause;
                 agg.topical = c.topical;
+                agg.spans = c.spans.iter().map(|&(s, e, _)| (s, e)).collect();
             }
         } else if let Some(cue) = c.negated {
             if agg.selected.is_some() {
@@ -1583,6 +1600,7 @@ fn merge(per_card: &mut HashMap<u32, CardAgg>, scored: Vec<ClauseScore>, clause:
             agg.evidence = c.evidence;
             agg.clause = clause;
             agg.topical = c.topical;
+            agg.spans = c.spans.iter().map(|&(s, e, _)| (s, e)).collect();
         }
     }
 }
