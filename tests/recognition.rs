@@ -249,7 +249,9 @@ fn recognition_report_eighth_config_written_blind() {
 #[test]
 fn recognition_report_ninth_config_written_blind() {
     // First run, before any change made after reading it: 34/60, paraphrases 13/32, out of scope 6/8.
-    assert_floors(&evaluate("ninth_queries.yaml"), 56.0, 40.0, 75.0);
+    // Then: lexicon groups for its domains written by a helper who saw no query (paraphrases
+    // 13 -> 17), and the rules changed after reading its misses.
+    assert_floors(&evaluate("ninth_queries.yaml"), 68.0, 59.0, 75.0);
 }
 
 /// The tenth set (a pet-care platform and a fitness and leisure membership app) was written blind
@@ -257,7 +259,9 @@ fn recognition_report_ninth_config_written_blind() {
 #[test]
 fn recognition_report_tenth_config_written_blind() {
     // First run, before any change made after reading it: 27/60, paraphrases 9/32, out of scope 4/8.
-    assert_floors(&evaluate("tenth_queries.yaml"), 45.0, 28.0, 50.0);
+    // Then: lexicon groups for its domains written by a helper who saw no query (paraphrases
+    // 9 -> 15), and the rules changed after reading its misses.
+    assert_floors(&evaluate("tenth_queries.yaml"), 61.0, 53.0, 62.0);
 }
 
 /// The eleventh set (a securities brokerage app and a hospital's inpatient services) was written
@@ -266,7 +270,8 @@ fn recognition_report_tenth_config_written_blind() {
 fn recognition_report_eleventh_config_written_blind() {
     // First run, before any change made after reading it: 31/60, paraphrases 8/32, out of scope
     // 6/8.
-    assert_floors(&evaluate("eleventh_queries.yaml"), 51.0, 25.0, 75.0);
+    // Its domains were kept out of the lexicon: the rules changed since give 33/60, 10/32.
+    assert_floors(&evaluate("eleventh_queries.yaml"), 55.0, 31.0, 75.0);
 }
 
 /// A lone topical candidate under the selection threshold is planned when no other card comes
