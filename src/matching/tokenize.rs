@@ -932,6 +932,38 @@ mod tests {
     }
 
     #[test]
+    fn brokerage_and_inpatient_services_and_situations_are_told_apart() {
+        let has = |q: &str, c: &str| terms(q, TokKind::Concept).iter().any(|t| t == &format!("#{c}"));
+        // Brokerage: account, orders, corporate actions, new shares, risk profile, money in and out.
+        assert!(has("怎么把钱从证券账户转回银行卡", "brokerage_transfer"));
+        assert!(has("我中签了吗，什么时候缴款", "ipo_subscription") && !has("我中签了吗，什么时候缴款", "dividend"));
+        assert!(has("这只股票什么时候分红", "dividend") && !has("这只股票什么时候分红", "ipo_subscription"));
+        assert!(has("风险测评过期了要重新做", "risk_assessment") && has("我想把限价单改成市价单", "stock_trading"));
+        assert!(has("基金怎么赎回", "fund_trading") && !has("基金怎么赎回", "stock_trading"));
+        assert!(has("I got a margin call", "margin_trading") && has("When is the ex-dividend date?", "dividend"));
+        assert!(has("I want to open a brokerage account", "brokerage_account"));
+        // Not on a word that merely holds the characters (一个股票, 收入金额, 探视权).
+        assert!(!has("我想开个股票账户", "market_quote") && !has("收入金额不对", "brokerage_transfer"));
+        // Inpatient care: admission, discharge, records, visiting, emergencies, surgery, fees.
+        assert!(has("我爸要住院，怎么办住院手续", "hospital_admission"));
+        assert!(!has("我爸要住院，怎么办住院手续", "discharge_billing"));
+        assert!(has("什么时候能出院，出院结算在哪", "discharge_billing"));
+        assert!(!has("什么时候能出院，出院结算在哪", "hospital_admission"));
+        assert!(has("我要复印病历", "medical_records") && has("探视时间是几点", "hospital_visiting"));
+        assert!(!has("探视权怎么争取", "hospital_visiting") && !has("我想去看病", "hospital_visiting"));
+        assert!(has("半夜孩子高烧不退去哪看急诊", "emergency_care") && !has("电脑中毒了", "emergency_care"));
+        assert!(has("手术排期要等多久", "surgery") && !has("技术后台登不上", "surgery"));
+        assert!(has("门诊缴费在哪", "medical_fee") && has("Can I order meals for a patient?", "ward_service"));
+        assert!(has("What time are visiting hours on the ward?", "hospital_visiting"));
+        // Needs told as situations, without the service's name.
+        assert!(has("Nothing comes out of the tap", "water_outage") && has("水龙头拧开一滴水都没有", "water_outage"));
+        assert!(has("my place is a mess", "cleaning") && has("整栋楼黑了", "power_outage"));
+        assert!(has("暖气片摸着冰凉", "heating_service") && has("钥匙忘在屋里了", "locksmith"));
+        assert!(!has("I dropped my phone", "pest_control") && !has("I can't get in touch with support", "locksmith"));
+        assert!(!has("饮水机没水了", "water_outage") && !has("手机没电了", "power_outage"));
+    }
+
+    #[test]
     fn odd_input_does_not_panic() {
         for text in ["", "   ", "🙂🙂🙂", "？？！！。。", "a'", "'a", "x".repeat(5000).as_str(), "ǅ İ ß ﬁ"]
         {
