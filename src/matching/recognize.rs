@@ -395,14 +395,31 @@ impl Recognizer {
         };
 
         let mut per_card: HashMap<u32, CardAgg> = HashMap::new();
-        let mut any_selected = false;
         let mut outcomes: Vec<ClauseOutcome> = Vec::with_capacity(clauses.len());
-        for &(s, e) in &clauses {
-            let clause = Clause { start: norm.orig(s), end: norm.orig(e) };
-            let scored = self.score_clause(query, &norm, clause, &parts);
-            any_selected |= scored.iter().any(|c| c.selected);
-            outcomes.push(ClauseOutcome::of(clause, &scored));
-            merge(&mut per_card, scored, outcomes.len() - 1);
+        let mut scored: Vec<(Clause, Vec<ClauseScore>)> = clauses
+            .iter()
+            .map(|&(s, e, _)| {
+                let clause = Clause { start: norm.orig(s), end: norm.orig(e) };
+                (clause, self.score_clause(query, &norm, clause, &parts))
+            })
+            .collect();
+        let any_selected = scored.iter().any(|(_, sc)| sc.iter().any(|c| c.selected));
+        if any_selected {
+            // A request joined by "and also / 另外 / 还有 …" whose card stands alone in its clause
+            // is planned beside the confident one ("Check me in for CA1501 and put me by the
+            // window", "退掉这双鞋，然后帮我约个牙医"): the connective says each side is a
+            // request of its own.
+            for ((_, sc), &(_, _, requested)) in scored.iter_mut().zip(&clauses) {
+                if requested && !sc.iter().any(|c| c.selected) {
+                    if let Some(i) = lone_in_clause(sc) {
+                        sc[i].selected = true;
+                    }
+                }
+            }
+        }
+        for (clause, sc) in scored {
+            outcomes.push(ClauseOutcome::of(clause, &sc));
+            merge(&mut per_card, sc, outcomes.len() - 1);
         }
         let unhandled =
             if any_selected { self.unhandled(query, &norm, &outcomes, &parts.tokens, &parts.cues) } else { Vec::new() };
@@ -418,7 +435,7 @@ impl Recognizer {
             selected,
             uncertain,
             candidates,
-            clauses: clauses.iter().map(|&(s, e)| query[norm.orig(s)..norm.orig(e)].trim().to_string()).collect(),
+            clauses: clauses.iter().map(|&(s, e, _)| query[norm.orig(s)..norm.orig(e)].trim().to_string()).collect(),
             unhandled,
         }
     }
@@ -1522,6 +1539,20 @@ fn clear_winner<'c>(
         .then_some(best)
 }
 
+/// The clause's best card when it stands alone there, by the rule of [`clear_winner`]: topical,
+/// at least [`LONE`], not negated, and every other card of the clause that has evidence of its
+/// own under [`LONE_MARGIN`] of it. `scored` is sorted best first (by [`select`]).
+fn lone_in_clause(scored: &[ClauseScore]) -> Option<usize> {
+    let mut live = scored.iter().enumerate().filter(|(_, c)| c.negated.is_none() && c.raw > 0.0);
+    let (i, best) = live.next()?;
+    let best_conf = confidence(best.raw);
+    let within_best = |c: &ClauseScore| {
+        !c.spans.is_empty() && c.spans.iter().all(|&(s, e, _)| best.spans.iter().any(|&(bs, be, _)| bs <= s && e <= be))
+    };
+    let runner_up = live.find(|(_, c)| !within_best(c)).map_or(0.0, |(_, c)| confidence(c.raw));
+    (best.topical && best_conf >= LONE && runner_up <= best_conf * LONE_MARGIN).then_some(i)
+}
+
 /// One card selected, not by keyword, and another scored within [`AMBIGUITY`] of its confidence
 /// from the same clause (a rival in another clause is rather a second request that fell short);
 /// negated cards are no rivals.
@@ -1645,7 +1676,13 @@ fn round2(x: f32) -> f32 {
 }
 
 /// Clause boundaries in normalized byte offsets.
-fn split_clauses(norm: &Normalized) -> Vec<(usize, usize)> {
+/// The clauses of a normalized text: (start, end, whether a connective that adds a request
+/// — 然后 / 顺便 / 另外 / 还有 / and / also / plus …, not 但是 / but — comes before or after it).
+fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
+    static ADDS: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+        Regex::new(r"然后|顺便|另外|还有|并且|同时|而且|以及|再帮|再给|再查|再订|再看|再安排|\b(?:and|then|also|plus|as well as)\b")
+            .expect("static regex")
+    });
     static SPLIT: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
         Regex::new(concat!(
             r"[，,。；;!！？?、\n]+|\.(?:\s|$)+|\s*(?:然后|顺便|另外|还有|并且|同时|而且|以及|但是|不过|可是|而是|",
@@ -1657,6 +1694,7 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize)> {
     let text = norm.text.as_str();
     let mut out = Vec::new();
     let mut start = 0;
+    let mut adds = false;
     for m in SPLIT.find_iter(text) {
         // A thousands separator is no clause boundary ("30,000", "1,500元").
         let digit = |c: Option<char>| c.is_some_and(|c| c.is_ascii_digit());
@@ -1664,12 +1702,20 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize)> {
             continue;
         }
         if m.start() > start && text[start..m.start()].chars().any(char::is_alphanumeric) {
-            out.push((start, m.start()));
+            out.push((start, m.start(), adds));
+            adds = false;
+        }
+        if ADDS.is_match(m.as_str()) {
+            // Both sides of "A, and also B" are requests of their own.
+            adds = true;
+            if let Some(last) = out.last_mut() {
+                last.2 = true;
+            }
         }
         start = m.end();
     }
     if start < text.len() && text[start..].chars().any(char::is_alphanumeric) {
-        out.push((start, text.len()));
+        out.push((start, text.len(), adds));
     }
     // Connectives starting a clause keep the verb that follows ("再帮我订" -> "帮我订").
     out
