@@ -203,7 +203,7 @@ fn recognition_report_held_out_config() {
 #[test]
 fn recognition_report_third_config() {
     let r = evaluate("third_queries.yaml");
-    assert_floors(&r, 87.0, 83.0, 91.0);
+    assert_floors(&r, 89.0, 83.0, 91.0);
     assert!(right_or_asked(&r) >= 93.0, "{r:?}");
 }
 
@@ -211,20 +211,20 @@ fn recognition_report_third_config() {
 /// "Recognition"); its first run gave 47/64 (paraphrases 18/34).
 #[test]
 fn recognition_report_fourth_config_written_blind() {
-    assert_floors(&evaluate("fourth_queries.yaml"), 92.0, 88.0, 90.0);
+    assert_floors(&evaluate("fourth_queries.yaml"), 93.0, 91.0, 90.0);
 }
 
 /// The fifth set (airline and travel services) was written blind too.
 #[test]
 fn recognition_report_fifth_config_written_blind() {
-    assert_floors(&evaluate("fifth_queries.yaml"), 90.0, 87.0, 100.0);
+    assert_floors(&evaluate("fifth_queries.yaml"), 91.0, 87.0, 100.0);
 }
 
 /// The sixth set (an electronics shop's sales and after-sales, and a health service: the seeds'
 /// domains) was written blind too.
 #[test]
 fn recognition_report_sixth_config_written_blind() {
-    assert_floors(&evaluate("sixth_queries.yaml"), 78.0, 68.0, 87.0);
+    assert_floors(&evaluate("sixth_queries.yaml"), 81.0, 75.0, 87.0);
 }
 
 /// The seventh set (a bank's and a mobile carrier's services) was written blind too, and first run
@@ -240,7 +240,7 @@ fn recognition_report_seventh_config_written_blind() {
 fn recognition_report_eighth_config_written_blind() {
     // Its first run, before any reading of its misses, was 41/60, paraphrases 17/32, out of
     // scope 7/8; the floors are what the round reached after reading them.
-    assert_floors(&evaluate("eighth_queries.yaml"), 83.0, 78.0, 87.0);
+    assert_floors(&evaluate("eighth_queries.yaml"), 86.0, 81.0, 87.0);
 }
 
 /// The ninth set (car owners' services and rental housing) was written blind by a helper.
@@ -249,7 +249,7 @@ fn recognition_report_ninth_config_written_blind() {
     // First run, before any change made after reading it: 34/60, paraphrases 13/32, out of scope 6/8.
     // Then: lexicon groups for its domains written by a helper who saw no query (paraphrases
     // 13 -> 17), and the rules changed after reading its misses.
-    assert_floors(&evaluate("ninth_queries.yaml"), 68.0, 59.0, 75.0);
+    assert_floors(&evaluate("ninth_queries.yaml"), 70.0, 59.0, 75.0);
 }
 
 /// The tenth set (a pet-care platform and a fitness and leisure membership app) was written blind
