@@ -1279,7 +1279,11 @@ fn negation(at: &ClauseAt<'_>, cues: &[Cue], info: &Card, a: &Acc) -> Option<Str
             continue;
         }
         let (s, e) = (norm.orig(cue.scope.0), norm.orig(cue.scope.1).min(clause.end));
-        let inside: f32 = a.spans.iter().filter(|(p, _, _)| *p >= s && *p < e).map(|x| x.2).sum();
+        let (cs, ce) = (norm.orig(cue.start), norm.orig(cue.start + cue.text.len()));
+        // Evidence overlapping the cue is the cue's own words ("不想要了" for a returns card),
+        // not what it negates.
+        let inside: f32 =
+            a.spans.iter().filter(|&&(p, q, _)| p >= s && p < e && !(p < ce && q > cs)).map(|x| x.2).sum();
         if total > 0.0 && inside > 0.5 * total {
             negated = Some(cue.text.clone());
         }
@@ -1721,6 +1725,25 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
     out
 }
 
+/// Where the object of a Chinese negation starts when it comes before the cue, as Chinese puts
+/// a topic first ("充电卡先不用充了", "工资条不用查了": what is not wanted is named before
+/// 不用): the start of the cue's clause, when all that follows the cue up to the clause's end
+/// is a verb of at most four characters and 了. `None` otherwise, and for Latin cues.
+fn topicalized_object(text: &str, cue_start: usize, cue_end: usize) -> Option<usize> {
+    const BOUNDARY: &[char] = &['，', ',', '。', '；', ';', '!', '！', '？', '?', '\n'];
+    if !text[cue_start..cue_end].chars().all(super::tokenize::is_han) {
+        return None;
+    }
+    let rest = &text[cue_end..];
+    let tail = &rest[..rest.find(BOUNDARY).unwrap_or(rest.len())];
+    let verb = tail.trim_end().strip_suffix('了')?;
+    if verb.chars().count() > 4 || !verb.chars().all(super::tokenize::is_han) {
+        return None;
+    }
+    let start = text[..cue_start].rfind(BOUNDARY).map_or(0, |i| i + text[i..].chars().next().map_or(1, char::len_utf8));
+    (start < cue_start).then_some(start)
+}
+
 /// A negation or correction cue with its scope (normalized byte offsets).
 struct Cue {
     text: String,
@@ -1771,7 +1794,8 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
             if let Some(c) = CONTRAST.find(&text[m.end()..end]) {
                 end = m.end() + c.start();
             }
-            out.push(Cue { text: m.as_str().to_string(), start: m.start(), scope: (m.end(), end) });
+            let start = topicalized_object(text, m.start(), m.end()).unwrap_or(m.end());
+            out.push(Cue { text: m.as_str().to_string(), start: m.start(), scope: (start, end) });
         }
     }
     out
@@ -2002,6 +2026,8 @@ mod tests {
         assert!(rec.candidates[0].evidence.iter().any(|e| matches!(e, Evidence::Negated { .. })));
         // A-not-A questions are not negations.
         assert_eq!(ids(&r.recognize("上海明天是不是要下雨，天气如何")), ["weather"]);
+        // The object named before the cue, as a topic ("酒店不用订了"), is what is not wanted.
+        assert_eq!(ids(&r.recognize("北京的酒店先不用订了，帮我看看明天天气")), ["weather"]);
     }
 
     #[test]
