@@ -280,7 +280,7 @@ fn recognition_report_eleventh_config_written_blind() {
 fn recognition_report_twelfth_config_written_blind() {
     // First run, before any change made after reading it: 42/60, paraphrases 20/32, out of scope
     // 6/8 (with the lexicon as it was before the HR / IT groups written blind: 39/60, 18/32).
-    assert_floors(&evaluate("twelfth_queries.yaml"), 70.0, 62.0, 75.0);
+    assert_floors(&evaluate("twelfth_queries.yaml"), 71.0, 62.0, 75.0);
 }
 
 /// The thirteenth set (a utility company and a city's municipal hotline) was written blind by a
