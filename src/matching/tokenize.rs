@@ -964,6 +964,93 @@ mod tests {
     }
 
     #[test]
+    fn city_reports_utilities_saas_transit_schools_and_shops_are_told_apart() {
+        let has = |q: &str, c: &str| terms(q, TokKind::Concept).iter().any(|t| t == &format!("#{c}"));
+        // City hotline: each kind of report told as the situation a resident sees.
+        assert!(has("马路中间塌了一个洞", "road_damage") && has("There's a huge pothole on Elm Street", "road_damage"));
+        assert!(
+            has("小区门口的路灯坏了，晚上黑漆漆的", "streetlight")
+                && has("Our street has been dark for days", "streetlight")
+        );
+        assert!(
+            has("楼上半夜还在蹦迪，吵得睡不着", "noise_complaint")
+                && has("The bar downstairs blasts music every night", "noise_complaint")
+        );
+        assert!(
+            has("对面的车挡住我家门口了", "parking_obstruction")
+                && has("Someone is blocking my driveway", "parking_obstruction")
+        );
+        assert!(
+            has("垃圾桶满了好几天都没人来收", "waste_collection")
+                && has("My bin wasn't emptied this week", "waste_collection")
+        );
+        assert!(has("小区里好多流浪狗", "stray_animal") && has("There's a stray dog with no collar", "stray_animal"));
+        assert!(
+            has("台风把树刮倒了", "fallen_tree") && has("A big branch is hanging over the footpath", "fallen_tree")
+        );
+        assert!(
+            has("下完雨这段路全是水", "street_flooding")
+                && has("The street floods every time it rains", "street_flooding")
+        );
+        assert!(
+            has("附近哪里有公厕", "public_toilet")
+                && has("Someone sprayed graffiti on the bus stop", "graffiti_vandalism")
+        );
+        assert!(has("邻居私自加盖了一层楼", "illegal_construction") && has("有人打架，要报警", "police_report"));
+        // Utilities told as situations: the whole building, the meter, the smell, a bill taken twice.
+        assert!(has("整栋楼都停电了", "power_outage") && has("Our whole building has no water", "water_outage"));
+        assert!(has("电表走得太快了", "utility_meter") && has("Can I send you my meter reading?", "utility_meter"));
+        assert!(has("厨房里有股臭鸡蛋味", "gas_service") && has("It smells like rotten eggs in here", "gas_service"));
+        assert!(has("这个月电费被扣了两次", "billing_error") && has("You billed me twice this month", "billing_error"));
+        // Software accounts.
+        assert!(has("我们想从免费版升级到团队版", "saas_plan") && has("We need to add five more users", "saas_seats"));
+        assert!(
+            has("I keep getting 429 errors from the API", "api_access")
+                && has("The webhook isn't firing", "integrations")
+        );
+        assert!(has("How can I export all my data to CSV?", "data_export"));
+        assert!(
+            has("Delete my personal data under GDPR", "privacy_request")
+                && has("We want SSO with our company login", "sso_2fa")
+        );
+        // Transport.
+        assert!(has("公交卡怎么充值", "transit_card") && has("I left my umbrella on the train", "transit_lost_found"));
+        assert!(has("共享单车锁不上", "bike_sharing") && has("过收费站的时候ETC没反应", "highway_toll"));
+        assert!(has("今天北京尾号限行几号", "traffic_restriction") && has("地铁又晚点了", "transit_disruption"));
+        // Schools.
+        assert!(has("孩子明年幼升小怎么报名", "school_enrollment") && has("校车今天没来", "school_bus"));
+        assert!(
+            has("学校午餐费怎么交", "school_meals")
+                && has("I'd like to talk to my daughter's teacher", "parent_teacher")
+        );
+        assert!(
+            has("孩子今天肚子疼，不去学校了", "child_absence")
+                && has("My son is sick and won't be in school", "child_absence")
+        );
+        assert!(has("放学后有托管吗", "after_school"));
+        // Shops.
+        assert!(has("你们店开到几点", "opening_hours") && has("What time do you close on Sunday?", "opening_hours"));
+        assert!(has("离我最近的门店在哪", "store_location") && has("店里还有这个鞋的货吗", "store_stock"));
+        assert!(has("礼品卡余额怎么查", "gift_card") && has("These jeans are too long", "alterations"));
+        assert!(
+            has("I saw it cheaper on another website", "price_protection")
+                && has("会员卡丢了怎么办", "shop_membership")
+        );
+        assert!(
+            has("电梯坏了，被困在里面", "building_facilities") && has("My phone screen is cracked", "phone_repair")
+        );
+        assert!(has("The concert got cancelled", "event_ticket_refund"));
+        // Not on words that merely hold the characters or on other services' words.
+        assert!(!has("空调噪音很大", "noise_complaint") && !has("修改短信通知", "alterations"));
+        assert!(!has("电子警察拍到我闯红灯", "police_report") && !has("电脑屏幕碎了", "phone_repair"));
+        assert!(!has("产品密钥过期了", "api_access") && !has("I need more cat litter", "waste_collection"));
+        assert!(!has("动感单车课几点开始", "bike_sharing") && !has("路由器坏了", "road_damage"));
+        assert!(!has("My card was declined", "saas_billing") && !has("住院病人营养餐怎么订", "school_meals"));
+        assert!(!has("加盖公章", "illegal_construction") && !has("乐园入园时间", "school_enrollment"));
+        assert!(!has("Can I pick up in store?", "store_stock") && !has("加入会议", "shop_membership"));
+    }
+
+    #[test]
     fn odd_input_does_not_panic() {
         for text in ["", "   ", "🙂🙂🙂", "？？！！。。", "a'", "'a", "x".repeat(5000).as_str(), "ǅ İ ß ﬁ"]
         {
