@@ -31,7 +31,9 @@
 //! With many cards (more than [`DOMAIN_GATE`]) that declare a `domain`, domains are scored first
 //! and only cards of the best domains (plus cards found by keyword) are scored.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::sync::{Arc, LazyLock, Mutex};
 
 use aho_corasick::{AhoCorasick, MatchKind};
