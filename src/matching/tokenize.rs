@@ -13,7 +13,7 @@
 //!
 //! Pure and deterministic; the segmenter, stemmer and lexicon are built once per process.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt, HashSet};
 use std::sync::LazyLock;
 
 use aho_corasick::{AhoCorasick, MatchKind};
@@ -483,9 +483,9 @@ const EN_STOP: &[&str] = &[
     "times",
 ];
 
-static ZH_STOPS: LazyLock<std::collections::HashSet<&'static str>> =
+static ZH_STOPS: LazyLock<HashSet<&'static str>> =
     LazyLock::new(|| ZH_STOP.iter().copied().collect());
-static EN_STOPS: LazyLock<std::collections::HashSet<&'static str>> =
+static EN_STOPS: LazyLock<HashSet<&'static str>> =
     LazyLock::new(|| EN_STOP.iter().copied().collect());
 
 /// The built-in concept lexicon, compiled.
