@@ -1728,16 +1728,24 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
 }
 
 /// Where the object of a Chinese negation starts when it comes before the cue, as Chinese puts
-/// a topic first ("充电卡先不用充了", "工资条不用查了": what is not wanted is named before
-/// 不用): the start of the cue's clause, when all that follows the cue up to the clause's end
-/// is a verb of at most four characters and 了. `None` otherwise, and for Latin cues.
+/// a topic first ("充电卡先不用充了，帮我…", "工资条不用查了，…": what is not wanted is named
+/// before 不用): the start of the cue's clause, when the cue is one of not wanting (不用 / 不要 /
+/// 不需要 / 不必 / 别 / 先不), all that follows it up to the clause's end is a verb of at most
+/// four characters and 了, and another clause follows with the request. `None` otherwise: a
+/// report ("航班取消了") or a whole request ("这个订单不要了", which asks to cancel it) keeps the
+/// cue's scope after it.
 fn topicalized_object(text: &str, cue_start: usize, cue_end: usize) -> Option<usize> {
     const BOUNDARY: &[char] = &['，', ',', '。', '；', ';', '!', '！', '？', '?', '\n'];
-    if !text[cue_start..cue_end].chars().all(super::tokenize::is_han) {
+    const NOT_WANTED: &[&str] = &["不用", "不要", "不需要", "不必", "别", "先不"];
+    if !NOT_WANTED.contains(&&text[cue_start..cue_end]) {
         return None;
     }
     let rest = &text[cue_end..];
-    let tail = &rest[..rest.find(BOUNDARY).unwrap_or(rest.len())];
+    let boundary = rest.find(BOUNDARY)?;
+    if !rest[boundary..].chars().any(char::is_alphanumeric) {
+        return None;
+    }
+    let tail = &rest[..boundary];
     let verb = tail.trim_end().strip_suffix('了')?;
     if verb.chars().count() > 4 || !verb.chars().all(super::tokenize::is_han) {
         return None;
@@ -2030,6 +2038,14 @@ mod tests {
         assert_eq!(ids(&r.recognize("上海明天是不是要下雨，天气如何")), ["weather"]);
         // The object named before the cue, as a topic ("酒店不用订了"), is what is not wanted.
         assert_eq!(ids(&r.recognize("北京的酒店先不用订了，帮我看看明天天气")), ["weather"]);
+        // Not when nothing else is asked ("酒店不要了" may ask to cancel it), nor for a report.
+        assert!(r
+            .recognize("北京的酒店不要了")
+            .candidates
+            .iter()
+            .all(|c| c.evidence.iter().all(|e| !matches!(e, Evidence::Negated { .. }))));
+        let rec = r.recognize("航班取消了，帮我订个酒店");
+        assert!(rec.score("flight").is_some_and(|c| c.evidence.iter().all(|e| !matches!(e, Evidence::Negated { .. }))));
     }
 
     #[test]
