@@ -483,10 +483,8 @@ const EN_STOP: &[&str] = &[
     "times",
 ];
 
-static ZH_STOPS: LazyLock<HashSet<&'static str>> =
-    LazyLock::new(|| ZH_STOP.iter().copied().collect());
-static EN_STOPS: LazyLock<HashSet<&'static str>> =
-    LazyLock::new(|| EN_STOP.iter().copied().collect());
+static ZH_STOPS: LazyLock<HashSet<&'static str>> = LazyLock::new(|| ZH_STOP.iter().copied().collect());
+static EN_STOPS: LazyLock<HashSet<&'static str>> = LazyLock::new(|| EN_STOP.iter().copied().collect());
 
 /// The built-in concept lexicon, compiled.
 struct Lexicon {
