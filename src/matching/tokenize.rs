@@ -1049,6 +1049,20 @@ mod tests {
     }
 
     #[test]
+    fn words_of_one_service_do_not_fire_in_anothers_phrases() {
+        let has = |q: &str, c: &str| terms(q, TokKind::Concept).iter().any(|t| t == &format!("#{c}"));
+        assert!(!has("please get in touch with me", "arrival"));
+        assert!(!has("book a tennis court for Sunday", "legal"));
+        assert!(!has("手机没电了", "home_repair"));
+        assert!(!has("how do I install the app", "credit_card") && !has("how do I install the app", "loan"));
+        assert!(!has("a train ticket to Shanghai", "training"));
+        assert!(!has("raise my credit limit", "course_registration"));
+        assert!(!has("the driver was rude to me", "software"));
+        // Their own phrases still do.
+        assert!(has("can I pay in installments", "credit_card") && has("update the printer driver", "software"));
+    }
+
+    #[test]
     fn odd_input_does_not_panic() {
         for text in ["", "   ", "🙂🙂🙂", "？？！！。。", "a'", "'a", "x".repeat(5000).as_str(), "ǅ İ ß ﬁ"]
         {
