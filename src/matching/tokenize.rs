@@ -1069,4 +1069,21 @@ mod tests {
             let _ = analyze(text);
         }
     }
+
+    #[test]
+    fn situations_name_their_service() {
+        let has = |q: &str, c: &str| terms(q, TokKind::Concept).iter().any(|t| t == &format!("#{c}"));
+        assert!(has("the package says delivered but nothing's at my door", "delivery"));
+        assert!(has("我的快递被别人签收了", "delivery"));
+        assert!(has("钱扣了但是订单显示未支付", "billing_error"));
+        assert!(has("my card got eaten by the machine", "atm_issue"));
+        assert!(has("打了好几次电话都没人接", "complaint"));
+        assert!(has("the app keeps logging me out", "lockout"));
+        assert!(has("my flight was moved to 6am and I can't make it", "flight_change"));
+        assert!(has("收到的东西和图片不一样", "returns") && has("the box was empty", "parcel_claim"));
+        assert!(has("there's a charge I didn't make on my card", "fraud"));
+        assert!(
+            has("医院的号一直挂不上", "clinic_appointment") && has("I didn't get paid this month", "payroll_issue")
+        );
+    }
 }
