@@ -1533,16 +1533,25 @@ fn clear_winner<'c>(
 ) -> Option<&'c CardScore> {
     let mut live = candidates.iter().filter(|c| !negated.contains(&c.id));
     let best = live.next()?;
-    let no_spans = Vec::new();
-    let best_spans = spans_of.get(&best.id).unwrap_or(&no_spans);
-    let within_best = |c: &CardScore| {
-        spans_of.get(&c.id).is_some_and(|spans| {
-            !spans.is_empty() && spans.iter().all(|&(s, e)| best_spans.iter().any(|&(bs, be)| bs <= s && e <= be))
-        })
-    };
+    let best_spans = spans_of.get(&best.id).map_or(&[][..], Vec::as_slice);
+    let within_best =
+        |c: &CardScore| spans_of.get(&c.id).is_some_and(|spans| lies_within(spans.iter().copied(), best_spans));
     let runner_up = live.find(|c| !within_best(c)).map_or(0.0, |c| c.confidence);
     (topical.contains(&best.id) && best.confidence >= LONE && runner_up <= best.confidence * LONE_MARGIN)
         .then_some(best)
+}
+
+/// Whether there are `spans` and each lies inside one of `best`: evidence only on the words of
+/// the best card, which offers no other reading of the query.
+fn lies_within(spans: impl IntoIterator<Item = (usize, usize)>, best: &[(usize, usize)]) -> bool {
+    let mut any = false;
+    for (s, e) in spans {
+        if !best.iter().any(|&(bs, be)| bs <= s && e <= be) {
+            return false;
+        }
+        any = true;
+    }
+    any
 }
 
 /// The clause's best card when it stands alone there, by the rule of [`clear_winner`]: topical,
@@ -1552,9 +1561,8 @@ fn lone_in_clause(scored: &[ClauseScore]) -> Option<usize> {
     let mut live = scored.iter().enumerate().filter(|(_, c)| c.negated.is_none() && c.raw > 0.0);
     let (i, best) = live.next()?;
     let best_conf = confidence(best.raw);
-    let within_best = |c: &ClauseScore| {
-        !c.spans.is_empty() && c.spans.iter().all(|&(s, e, _)| best.spans.iter().any(|&(bs, be, _)| bs <= s && e <= be))
-    };
+    let best_spans: Vec<(usize, usize)> = best.spans.iter().map(|&(s, e, _)| (s, e)).collect();
+    let within_best = |c: &ClauseScore| lies_within(c.spans.iter().map(|&(s, e, _)| (s, e)), &best_spans);
     let runner_up = live.find(|(_, c)| !within_best(c)).map_or(0.0, |(_, c)| confidence(c.raw));
     (best.topical && best_conf >= LONE && runner_up <= best_conf * LONE_MARGIN).then_some(i)
 }

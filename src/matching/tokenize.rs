@@ -780,6 +780,11 @@ mod tests {
         analyze(text).into_iter().filter(|t| t.kind == kind).map(|t| t.term).collect()
     }
 
+    /// Whether `text` holds the lexicon concept `concept`.
+    fn has(text: &str, concept: &str) -> bool {
+        terms(text, TokKind::Concept).iter().any(|t| t.strip_prefix('#') == Some(concept))
+    }
+
     #[test]
     fn chinese_words_bigrams_and_concepts() {
         let words = terms("100美元换成人民币是多少", TokKind::Word);
@@ -852,7 +857,6 @@ mod tests {
 
     #[test]
     fn sub_services_of_one_domain_are_told_apart() {
-        let has = |q: &str, c: &str| terms(q, TokKind::Concept).iter().any(|t| t == &format!("#{c}"));
         assert!(has("猫毛打结了想剪一剪", "pet_grooming") && !has("猫毛打结了想剪一剪", "pet_vet"));
         assert!(has("狗狗最近不吃东西还一直吐", "pet_vet") && !has("狗狗最近不吃东西还一直吐", "pet_grooming"));
         assert!(has("下周出差一周，猫没人照顾怎么办", "pet_boarding"));
@@ -871,7 +875,6 @@ mod tests {
 
     #[test]
     fn services_of_insurance_banking_shops_offices_and_agencies_are_told_apart() {
-        let has = |q: &str, c: &str| terms(q, TokKind::Concept).iter().any(|t| t == &format!("#{c}"));
         // Insurance: a claim by kind, a change, a cancellation are each their own service.
         assert!(has("车被人追尾了，怎么走保险", "car_claim") && !has("车被人追尾了，怎么走保险", "property_claim"));
         assert!(has("家里水管爆了把地板泡坏了，保险赔不赔", "property_claim"));
@@ -931,7 +934,6 @@ mod tests {
 
     #[test]
     fn brokerage_and_inpatient_services_and_situations_are_told_apart() {
-        let has = |q: &str, c: &str| terms(q, TokKind::Concept).iter().any(|t| t == &format!("#{c}"));
         // Brokerage: account, orders, corporate actions, new shares, risk profile, money in and out.
         assert!(has("怎么把钱从证券账户转回银行卡", "brokerage_transfer"));
         assert!(has("我中签了吗，什么时候缴款", "ipo_subscription") && !has("我中签了吗，什么时候缴款", "dividend"));
@@ -963,7 +965,6 @@ mod tests {
 
     #[test]
     fn city_reports_utilities_saas_transit_schools_and_shops_are_told_apart() {
-        let has = |q: &str, c: &str| terms(q, TokKind::Concept).iter().any(|t| t == &format!("#{c}"));
         // City hotline: each kind of report told as the situation a resident sees.
         assert!(has("马路中间塌了一个洞", "road_damage") && has("There's a huge pothole on Elm Street", "road_damage"));
         assert!(
@@ -1050,7 +1051,6 @@ mod tests {
 
     #[test]
     fn words_of_one_service_do_not_fire_in_anothers_phrases() {
-        let has = |q: &str, c: &str| terms(q, TokKind::Concept).iter().any(|t| t == &format!("#{c}"));
         assert!(!has("please get in touch with me", "arrival"));
         assert!(!has("book a tennis court for Sunday", "legal"));
         assert!(!has("手机没电了", "home_repair"));
@@ -1072,7 +1072,6 @@ mod tests {
 
     #[test]
     fn situations_name_their_service() {
-        let has = |q: &str, c: &str| terms(q, TokKind::Concept).iter().any(|t| t == &format!("#{c}"));
         assert!(has("the package says delivered but nothing's at my door", "delivery"));
         assert!(has("我的快递被别人签收了", "delivery"));
         assert!(has("钱扣了但是订单显示未支付", "billing_error"));
