@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 use switchboard::app::{self, AppOptions};
 
 /// jemalloc, purging freed memory in the background (see Cargo.toml).
-#[cfg(not(target_env = "msvc"))]
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
