@@ -8,11 +8,14 @@
 //! - [`assign`](mod@assign): which value of a text goes to which of several keys of one card.
 //! - [`tokenize`]: text analysis (jieba segmentation, bigrams, stemming, concept lexicon).
 //! - [`recognize`]: the scoring recognizer (which cards a query asks for, with evidence).
+//! - [`semantic`]: a sentence encoder (USE-m3: text to a 512-dim unit vector; feature `semantic`).
 
 pub mod assign;
 pub mod dates;
 pub mod extract;
 pub mod recognize;
+#[cfg(feature = "semantic")]
+pub mod semantic;
 pub mod terms;
 pub mod tokenize;
 
