@@ -9,6 +9,8 @@
 //! - [`tokenize`]: text analysis (jieba segmentation, bigrams, stemming, concept lexicon).
 //! - [`recognize`]: the scoring recognizer (which cards a query asks for, with evidence).
 //! - [`semantic`]: a sentence encoder (USE-m3: text to a 512-dim unit vector; feature `semantic`).
+//! - `semantic_stage` (feature `semantic`): the second stage for queries the recognizer is not
+//!   confident about, by meaning (a sentence encoder over the cards' texts).
 
 pub mod assign;
 pub mod dates;
@@ -16,6 +18,8 @@ pub mod extract;
 pub mod recognize;
 #[cfg(feature = "semantic")]
 pub mod semantic;
+#[cfg(feature = "semantic")]
+pub mod semantic_stage;
 pub mod terms;
 pub mod tokenize;
 

@@ -196,8 +196,9 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
     let lang = input.lang;
     let lower = input.query.to_lowercase();
     let recognition = intent::recognize(registry, input.query);
-    let hits = recognition.hits();
     let simple = intent::simple_intent(registry, &lower);
+    // A greeting, thanks or small talk that only resembles a card in meaning asks for nothing.
+    let hits = if recognition.by_meaning && simple.is_some() { Vec::new() } else { recognition.hits() };
     let cancel = intent::is_cancel(registry, &lower);
     let result = intent_result(&recognition, simple, &input);
     let src =
@@ -253,6 +254,13 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
         return decide(result, "cancel words, nothing pending", Decision::Cancel);
     }
 
+    if recognition.by_meaning && simple.is_none() {
+        // A card found only by meaning yields to the previous intent when the turn just brings
+        // new values for it ("那上海呢？" after a weather question).
+        if let Some(decided) = elliptical_follow_up(registry, &input, src, result.clone()) {
+            return decided;
+        }
+    }
     if !hits.is_empty() {
         let (mut plan, found) = fresh_plan(registry, &hits, input.query, src, input.plan_id, lang);
         plan.unhandled = recognition.unhandled.clone();

@@ -472,7 +472,9 @@ impl RegistryHandle {
     pub fn open(path: &std::path::Path) -> Result<Self, ConfigErrors> {
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let loaded = crate::config::load(&path)?;
-        Ok(Self::new(Registry::from_config(loaded, 1)?))
+        let handle = Self::new(Registry::from_config(loaded, 1)?);
+        warm_in_background(&handle.load());
+        Ok(handle)
     }
 
     /// The serving snapshot. Call once per request and keep the `Arc`.
@@ -515,7 +517,9 @@ impl RegistryHandle {
                     Ok(new) => {
                         self.next_version.fetch_add(1, Ordering::SeqCst);
                         let (added, removed, changed) = diff(&old, &new);
-                        self.current.store(Arc::new(new));
+                        let new = Arc::new(new);
+                        warm_in_background(&new);
+                        self.current.store(new);
                         ReloadOutcome::Swapped { version, added, removed, changed }
                     }
                     Err(ConfigErrors(errors)) => ReloadOutcome::Rejected { version: old.version, errors },
@@ -556,6 +560,22 @@ fn diff(old: &Registry, new: &Registry) -> (Vec<String>, Vec<String>, Vec<String
         .map(|a| a.spec.id.to_string())
         .collect();
     (added, removed, changed)
+}
+
+/// Embeds the snapshot's card texts for the recognizer's semantic stage on a thread of its own,
+/// so that the first query needing them does not wait (texts of earlier snapshots are reused).
+fn warm_in_background(registry: &Arc<Registry>) {
+    #[cfg(feature = "semantic")]
+    {
+        let registry = registry.clone();
+        let spawned =
+            std::thread::Builder::new().name("semantic-warm".into()).spawn(move || registry.recognizer.warm());
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "could not start the semantic warm-up thread; cards are embedded on first use");
+        }
+    }
+    #[cfg(not(feature = "semantic"))]
+    let _ = registry;
 }
 
 #[cfg(test)]

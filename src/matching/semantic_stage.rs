@@ -1,0 +1,234 @@
+//! The semantic stage of recognition: a sentence encoder's view of which card a query means,
+//! for the queries the lexical recognizer ([`super::recognize`]) is not confident about.
+//!
+//! Each enabled card is represented by its texts as an operator writes them — its name with its
+//! description (one text per language variant) and each of its examples — embedded by the
+//! multilingual sentence encoder of [`super::semantic`] (USE-m3: Chinese and English share one
+//! space, so an English query meets a Chinese description). A query's similarity to a card is
+//! its best cosine over the card's texts.
+//!
+//! The lexical recognizer stays first: keywords, entities and negation decide when they can.
+//! When no clause selected a card, this stage plans the card the query is clearly closest to
+//! ([`SELECT`], [`MARGIN`]), or adds its nearest cards to the did-you-mean question
+//! ([`OFFER`]). Card vectors are computed on first use and memoized by text across registry
+//! snapshots, so a reload re-embeds only the texts that changed.
+
+use std::sync::{Arc, LazyLock, OnceLock};
+
+use super::semantic::{self, Encoder};
+use crate::config::CapabilityCardSpec;
+
+/// Cosine (query to the best text of a card) from which the stage plans the card, when it also
+/// leads the runner-up by [`MARGIN`]. Fitted on the evaluation sets the lexicon was tuned on
+/// (README, "Recognition"), never on the held-out ones.
+pub const SELECT: f32 = 0.35;
+/// How far the best card's cosine must lead the second card's for the stage to plan it.
+pub const MARGIN: f32 = 0.05;
+/// Cosine from which a card is offered in the did-you-mean question (up to three, best first).
+pub const OFFER: f32 = 0.28;
+/// A single card the lexical stage selected on words alone is replaced by the card the query
+/// is closest to in meaning when that card's cosine leads the selected one's by this much (and
+/// reaches [`SELECT`]).
+pub const OVERRIDE: f32 = 0.15;
+/// When the lexical stage's best plausible card is another card with at least this confidence,
+/// the stage does not plan its pick but asks between the two.
+pub const DISAGREE: f32 = 0.4;
+/// Nor when a card sharing a topic of the lexicon with the query, which the pick does not share,
+/// is plausible to the lexical stage with at least this confidence.
+pub const TOPIC_RIVAL: f32 = 0.3;
+
+/// Vectors of card texts, shared across snapshots (a reload of an unchanged card costs nothing).
+/// Bounded: 65,536 texts (~130 MB at 512 floats each would be the worst case; a text's vector
+/// is 2 KB).
+static MEMO: LazyLock<moka::sync::Cache<String, Arc<[f32]>>> =
+    LazyLock::new(|| moka::sync::Cache::builder().max_capacity(65_536).build());
+
+/// The texts of a registry's cards and, once needed, their vectors.
+pub struct CardTexts {
+    /// `(card index, text)`, in card order.
+    texts: Vec<(u32, String)>,
+    cards: usize,
+    vectors: OnceLock<Vec<Arc<[f32]>>>,
+}
+
+impl std::fmt::Debug for CardTexts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CardTexts")
+            .field("texts", &self.texts.len())
+            .field("embedded", &self.vectors.get().is_some())
+            .finish()
+    }
+}
+
+/// A card's similarity to a query.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Similarity {
+    /// Index of the card in the recognizer's card list.
+    pub card: u32,
+    /// Best cosine of the query to one of the card's texts (-1..1; unit vectors).
+    pub cosine: f32,
+    /// Index of that text (see [`CardTexts::text`]).
+    pub text: usize,
+}
+
+impl CardTexts {
+    /// The texts of `cards` (in the recognizer's order): name and description per language
+    /// variant ("酒店服务：查询和预订酒店。"), then each example.
+    pub fn new(cards: &[&CapabilityCardSpec]) -> Self {
+        let mut texts = Vec::new();
+        for (i, spec) in cards.iter().enumerate() {
+            let names: Vec<&str> = spec.name.all().collect();
+            for (k, description) in spec.description.all().enumerate() {
+                let name = names.get(k).or(names.first()).copied().unwrap_or_default();
+                texts.push((i as u32, format!("{name}：{description}")));
+            }
+            for e in &spec.examples {
+                texts.push((i as u32, e.clone()));
+            }
+        }
+        Self { texts, cards: cards.len(), vectors: OnceLock::new() }
+    }
+
+    /// Text `i` as embedded (for the evidence shown by `explain`).
+    pub fn text(&self, i: usize) -> &str {
+        self.texts.get(i).map_or("", |t| t.1.as_str())
+    }
+
+    /// Embeds the cards' texts now (memoized); later calls return at once. A recognizer calls
+    /// it on first use; a reload may call it ahead of traffic.
+    pub fn warm(&self) {
+        self.vectors();
+    }
+
+    fn vectors(&self) -> &[Arc<[f32]>] {
+        self.vectors.get_or_init(|| {
+            let encoder = semantic::embedded();
+            self.texts.iter().map(|(_, t)| embed_card_text(encoder, t)).collect()
+        })
+    }
+
+    /// Every card's similarity to `query`, best first (ties by card order). Empty when the
+    /// registry has no card text. Costs one encoding of `query` (~1 ms for a sentence) plus a
+    /// dot product per card text.
+    pub fn similarities(&self, query: &str) -> Vec<Similarity> {
+        if self.texts.is_empty() {
+            return Vec::new();
+        }
+        let q = semantic::embedded().encode(query);
+        let mut best: Vec<Option<Similarity>> = vec![None; self.cards];
+        for (i, ((card, _), v)) in self.texts.iter().zip(self.vectors()).enumerate() {
+            let cosine = semantic::cosine(&q, v);
+            let slot = &mut best[*card as usize];
+            if slot.is_none_or(|s| cosine > s.cosine) {
+                *slot = Some(Similarity { card: *card, cosine, text: i });
+            }
+        }
+        let mut out: Vec<Similarity> = best.into_iter().flatten().collect();
+        out.sort_by(|a, b| b.cosine.total_cmp(&a.cosine).then(a.card.cmp(&b.card)));
+        out
+    }
+}
+
+fn embed_card_text(encoder: &Encoder, text: &str) -> Arc<[f32]> {
+    if let Some(v) = MEMO.get(text) {
+        return v;
+    }
+    let v: Arc<[f32]> = encoder.encode(text).into();
+    MEMO.insert(text.to_string(), v.clone());
+    v
+}
+
+/// What the stage concludes from the similarities (best first) of a query no clause selected a
+/// card for: the card to plan, or the cards to offer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// One card is clearly meant: plan it.
+    Select(Similarity),
+    /// Plausible cards, best first (at most three): ask which one.
+    Offer(Vec<Similarity>),
+    /// Nothing near enough.
+    Nothing,
+}
+
+/// The stage's decision over `sims` (best first), see [`SELECT`], [`MARGIN`], [`OFFER`].
+pub fn verdict(sims: &[Similarity]) -> Verdict {
+    let Some(&first) = sims.first() else { return Verdict::Nothing };
+    let second = sims.get(1).map_or(-1.0, |s| s.cosine);
+    if first.cosine >= SELECT && first.cosine - second >= MARGIN {
+        return Verdict::Select(first);
+    }
+    let offered: Vec<Similarity> = sims.iter().take(3).filter(|s| s.cosine >= OFFER).copied().collect();
+    if offered.is_empty() {
+        Verdict::Nothing
+    } else {
+        Verdict::Offer(offered)
+    }
+}
+
+/// Confidence shown for a card the stage selected or offered: the cosine mapped so that
+/// [`SELECT`] is 0.5 and 1.0 is 1.0 (the lexical recognizer's selection threshold is 0.5 too),
+/// clamped to 0..1.
+pub fn confidence(cosine: f32) -> f32 {
+    (0.5 + 0.5 * (cosine - SELECT) / (1.0 - SELECT)).clamp(0.0, 1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sim(card: u32, cosine: f32) -> Similarity {
+        Similarity { card, cosine, text: card as usize }
+    }
+
+    #[test]
+    fn verdict_selects_a_clear_best_and_offers_the_rest() {
+        assert_eq!(verdict(&[sim(0, 0.5), sim(1, 0.3)]), Verdict::Select(sim(0, 0.5)));
+        // Too close to the runner-up: offered with it, best first.
+        assert_eq!(verdict(&[sim(0, 0.5), sim(1, 0.47)]), Verdict::Offer(vec![sim(0, 0.5), sim(1, 0.47)]));
+        // Under SELECT: offered from OFFER on, at most three.
+        let sims = [sim(0, 0.33), sim(1, 0.31), sim(2, 0.30), sim(3, 0.29), sim(4, 0.1)];
+        assert_eq!(verdict(&sims), Verdict::Offer(sims[..3].to_vec()));
+        assert_eq!(verdict(&[sim(0, 0.2)]), Verdict::Nothing);
+        assert_eq!(verdict(&[]), Verdict::Nothing);
+    }
+
+    #[test]
+    fn confidence_maps_select_to_one_half() {
+        assert!((confidence(SELECT) - 0.5).abs() < 1e-6);
+        assert!((confidence(1.0) - 1.0).abs() < 1e-6);
+        assert_eq!(confidence(-1.0), 0.0);
+    }
+
+    #[test]
+    fn card_texts_are_name_with_description_and_examples() {
+        let specs: Vec<CapabilityCardSpec> = serde_yaml_ng::from_str(
+            r#"
+- id: hotel
+  name: { zh: 酒店服务, en: Hotels }
+  description: { zh: 查询和预订酒店, en: Finds and books hotels }
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  examples: ["帮我订北京的酒店"]
+- id: weather
+  name: 天气查询
+  description: 查询城市的天气预报
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+"#,
+        )
+        .unwrap();
+        let refs: Vec<&CapabilityCardSpec> = specs.iter().collect();
+        let texts = CardTexts::new(&refs);
+        let all: Vec<&str> = (0..4).map(|i| texts.text(i)).collect();
+        assert_eq!(
+            all,
+            [
+                "酒店服务：查询和预订酒店",
+                "Hotels：Finds and books hotels",
+                "帮我订北京的酒店",
+                "天气查询：查询城市的天气预报"
+            ]
+        );
+        let sims = texts.similarities("Will it rain in Shanghai tomorrow?");
+        assert_eq!(sims[0].card, 1, "{sims:?}");
+        assert_eq!(sims.len(), 2, "one entry per card");
+    }
+}
