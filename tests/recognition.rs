@@ -219,14 +219,14 @@ fn recognition_report_fourth_config_written_blind() {
 /// The fifth set (airline and travel services) was written blind too.
 #[test]
 fn recognition_report_fifth_config_written_blind() {
-    assert_floors(&evaluate("fifth_queries.yaml"), 91.0, 87.0, 100.0);
+    assert_floors(&evaluate("fifth_queries.yaml"), 93.0, 87.0, 100.0);
 }
 
 /// The sixth set (an electronics shop's sales and after-sales, and a health service: the seeds'
 /// domains) was written blind too.
 #[test]
 fn recognition_report_sixth_config_written_blind() {
-    assert_floors(&evaluate("sixth_queries.yaml"), 81.0, 75.0, 87.0);
+    assert_floors(&evaluate("sixth_queries.yaml"), 83.0, 75.0, 87.0);
 }
 
 /// The seventh set (a bank's and a mobile carrier's services) was written blind too, and first run
@@ -273,7 +273,7 @@ fn recognition_report_eleventh_config_written_blind() {
     // Its domains were kept out of the lexicon until the rules changed since gave 33/60, 10/32;
     // then a helper who saw no query wrote groups for them, from a brief written after reading
     // the misses (it named some of their words): 38/60, 16/32.
-    assert_floors(&evaluate("eleventh_queries.yaml"), 68.0, 59.0, 75.0);
+    assert_floors(&evaluate("eleventh_queries.yaml"), 70.0, 59.0, 75.0);
 }
 
 /// The twelfth set (a company's HR and IT employee self-service) was written blind by a helper,
@@ -282,7 +282,7 @@ fn recognition_report_eleventh_config_written_blind() {
 fn recognition_report_twelfth_config_written_blind() {
     // First run, before any change made after reading it: 42/60, paraphrases 20/32, out of scope
     // 6/8 (with the lexicon as it was before the HR / IT groups written blind: 39/60, 18/32).
-    assert_floors(&evaluate("twelfth_queries.yaml"), 80.0, 78.0, 75.0);
+    assert_floors(&evaluate("twelfth_queries.yaml"), 83.0, 78.0, 75.0);
 }
 
 /// The thirteenth set (a utility company and a city's municipal hotline) was written blind by a
@@ -300,7 +300,7 @@ fn recognition_report_thirteenth_config_written_blind() {
 #[test]
 fn recognition_report_fourteenth_config_written_blind() {
     // First run, before any reading of its misses: 36/60, paraphrases 12/32, out of scope 7/8.
-    assert_floors(&evaluate("fourteenth_queries.yaml"), 66.0, 50.0, 87.0);
+    assert_floors(&evaluate("fourteenth_queries.yaml"), 68.0, 50.0, 87.0);
 }
 
 /// The fifteenth set (an online game's player support and a theme park's visitor service) was

@@ -435,13 +435,15 @@ impl Recognizer {
         let mut per_card: HashMap<u32, CardAgg> = HashMap::new();
         let mut outcomes: Vec<ClauseOutcome> = Vec::with_capacity(clauses.len());
         let mut topics = Topics::default();
+        let mut clause_topics: Vec<Topics> = Vec::with_capacity(clauses.len());
         let mut scored: Vec<(Clause, Vec<ClauseScore>)> = clauses
             .iter()
             .map(|&(s, e, _)| {
                 let clause = Clause { start: norm.orig(s), end: norm.orig(e) };
-                let (scores, unknown) = self.score_clause(query, &norm, clause, &parts);
-                topics.unknown += unknown.unknown;
-                topics.known += unknown.known;
+                let (scores, found) = self.score_clause(query, &norm, clause, &parts);
+                topics.unknown += found.unknown;
+                topics.known += found.known;
+                clause_topics.push(found);
                 (clause, scores)
             })
             .collect();
@@ -484,8 +486,26 @@ impl Recognizer {
             topical: ranked.topical,
         };
         #[cfg(feature = "semantic")]
-        if self.has_content(query, &norm, &parts) {
+        if self.has_content(query, &norm, &parts, (0, query.len())) {
             self.semantic_stage(query, any_selected, topics, !parts.cues.is_empty(), &mut recognition);
+        }
+        #[cfg(feature = "semantic")]
+        if any_selected {
+            // A request joined by "and also / 另外 / 还有 …" whose clause found no card: its card
+            // by meaning ("…, and the water's been cut off since noon").
+            for ((o, t), &(_, _, requested)) in outcomes.iter().zip(&clause_topics).zip(&clauses) {
+                let (cs, ce) = (o.clause.start, o.clause.end);
+                let cue = parts.cues.iter().any(|c| (cs..ce).contains(&norm.orig(c.start)));
+                if requested
+                    && o.selected.is_empty()
+                    && !o.negated
+                    && !cue
+                    && t.unknown <= t.known
+                    && self.has_content(query, &norm, &parts, (cs, ce))
+                {
+                    self.clause_by_meaning(&query[cs..ce], cs, &mut recognition);
+                }
+            }
         }
         #[cfg(not(feature = "semantic"))]
         let _ = topics;
@@ -541,7 +561,7 @@ impl Recognizer {
     /// description (入住 of 入住日期). "帮我订一下", "北京" and "北京，明天入住" name no task: the
     /// semantic stage leaves them to the lexical one.
     #[cfg(feature = "semantic")]
-    fn has_content(&self, query: &str, norm: &Normalized, parts: &QueryParts) -> bool {
+    fn has_content(&self, query: &str, norm: &Normalized, parts: &QueryParts, span: (usize, usize)) -> bool {
         let mut outside: Vec<(usize, usize)> = parts
             .tokens
             .iter()
@@ -558,7 +578,7 @@ impl Recognizer {
                 .map(|t| (t.start, t.end)),
         );
         let inside = |t: &Token| outside.iter().any(|&(s, e)| t.start >= s && t.end <= e);
-        parts.tokens.iter().any(|t| {
+        parts.tokens.iter().filter(|t| t.start >= span.0 && t.end <= span.1).any(|t| {
             let named = match t.kind {
                 TokKind::Concept => !self.generic.contains(&t.term),
                 TokKind::Word => true,
@@ -566,6 +586,50 @@ impl Recognizer {
             };
             named && !inside(t)
         })
+    }
+
+    /// The semantic stage for one clause of a query whose other clauses selected cards: the
+    /// card the clause clearly means (as [`verdict`](super::semantic_stage::verdict) selects)
+    /// is selected too, at the clause's offset, unless it is selected or negated already.
+    #[cfg(feature = "semantic")]
+    fn clause_by_meaning(&self, clause: &str, offset: usize, recognition: &mut Recognition) {
+        use super::semantic_stage::{confidence, verdict, Verdict, SIBLING};
+        let sims = self.meaning.similarities(clause);
+        let Verdict::Select(best) = verdict(&sims) else { return };
+        let id = &self.cards[best.card as usize].id;
+        // The clause may well describe a card another clause already selected ("想申请带进客舱"
+        // after "我带着猫出行" chose the pet-travel card): a sibling close to it is no new request.
+        let near_selected = sims.iter().any(|s| {
+            s.cosine >= best.cosine - SIBLING
+                && s.card != best.card
+                && recognition.selected.iter().any(|x| x.id == self.cards[s.card as usize].id)
+        });
+        if near_selected {
+            return;
+        }
+        let negated =
+            recognition.score(id).is_some_and(|c| c.evidence.iter().any(|e| matches!(e, Evidence::Negated { .. })));
+        if negated || recognition.selected.iter().any(|s| &s.id == id) {
+            return;
+        }
+        let conf = round2(confidence(best.cosine));
+        recognition.selected.push(Selected { id: id.clone(), offset, confidence: conf });
+        recognition.selected.sort_by(|a, b| a.offset.cmp(&b.offset).then_with(|| a.id.cmp(&b.id)));
+        recognition.uncertain.retain(|c| &c.id != id);
+        let evidence =
+            Evidence::Semantic { text: self.meaning.text(best.text).to_string(), similarity: round2(best.cosine) };
+        match recognition.candidates.iter_mut().find(|c| &c.id == id) {
+            Some(c) => {
+                c.confidence = c.confidence.max(conf);
+                c.evidence.push(evidence);
+            }
+            None => recognition.candidates.push(CardScore {
+                id: id.clone(),
+                confidence: conf,
+                evidence: vec![evidence],
+                raw: 0.0,
+            }),
+        }
     }
 
     /// The lexical stage's best candidate when it is another card than the semantic pick `best`
@@ -2192,6 +2256,20 @@ mod tests {
         // An out-of-scope request about a topic no card covers stays out of scope.
         let rec = r.recognize("帮我买一张去上海的火车票");
         assert!(rec.selected.is_empty(), "{rec:?}");
+    }
+
+    /// A request joined by a connective whose clause finds no card by its words gets its card by
+    /// meaning, beside the one found by keyword.
+    #[cfg(feature = "semantic")]
+    #[test]
+    fn a_joined_clause_gets_its_card_by_meaning() {
+        let r = recognizer(HOTLINE_CARDS);
+        let rec = r.recognize("小区门口的路灯坏了，另外隔壁从早到晚叮叮当当的");
+        assert_eq!(ids(&rec), ["streetlight", "noise"], "{rec:?}");
+        assert!(semantic(&rec, "noise") && !semantic(&rec, "streetlight"), "{rec:?}");
+        // Without a connective, the second clause adds nothing.
+        let rec = r.recognize("小区门口的路灯坏了");
+        assert_eq!(ids(&rec), ["streetlight"], "{rec:?}");
     }
 
     /// Same query, same snapshot, same answer: the semantic stage is deterministic.

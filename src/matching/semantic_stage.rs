@@ -36,6 +36,9 @@ pub const DISAGREE: f32 = 0.4;
 /// Nor when a card sharing a topic of the lexicon with the query, which the pick does not share,
 /// is plausible to the lexical stage with at least this confidence.
 pub const TOPIC_RIVAL: f32 = 0.3;
+/// In a clause of a query whose other clauses selected cards, the stage's pick is no new request
+/// when a card already selected is within this cosine of it: the clause may describe that card.
+pub const SIBLING: f32 = 0.1;
 
 /// Vectors of card texts, shared across snapshots (a reload of an unchanged card costs nothing).
 /// Bounded: 65,536 texts (~130 MB at 512 floats each would be the worst case; a text's vector
