@@ -1,6 +1,7 @@
 //! Recognition time per query (`cargo bench --bench recognize`): the scoring recognizer over
 //! 20 cards (the demo and eval configs' cards plus generated ones) and over 1,000 generated cards
-//! spread over 40 domains (domain gating on). Each iteration recognizes a fixed mix of queries;
+//! spread over 40 domains (domain gating on), and the semantic stage's cost on queries that reach
+//! it (`semantic_stage/…`). Each iteration recognizes a fixed mix of queries;
 //! the throughput line gives queries per second. Not part of `cargo test`: never a timed
 //! assertion.
 
@@ -27,6 +28,14 @@ const QUERIES: &[&str] = &[
     "I forgot my password, and also the VPN won't connect",
     "今天股市怎么样",
     "你好",
+];
+
+/// Paraphrases that share no deciding word with the cards (the semantic stage's queries).
+const BY_MEANING: &[&str] = &[
+    "I got locked out of my account",
+    "孩子偷偷拿我手机在游戏里花了两千多，这钱还能要回来吗",
+    "My place is a mess after the party, can you send someone to tidy up",
+    "隔壁从早到晚叮叮当当的",
 ];
 
 fn config(path: &str) -> (Vec<CapabilityCardSpec>, BTreeMap<String, Vec<String>>) {
@@ -126,9 +135,27 @@ fn bench(c: &mut Criterion) {
         let refs: Vec<&CapabilityCardSpec> = cards.iter().collect();
         let recognizer = Recognizer::new(&refs, &lists);
         recognizer.recognize("warm up"); // load the segmenter's dictionary outside the timing
+        recognizer.warm(); // embed the card texts for the semantic stage outside the timing
         group.bench_function(format!("{name}/{}_queries", QUERIES.len()), |b| {
             b.iter(|| {
                 for q in QUERIES {
+                    black_box(recognizer.recognize(black_box(q)));
+                }
+            })
+        });
+    }
+    group.finish();
+    // Queries no card's words select, which reach the semantic stage (one sentence encoding
+    // each, then a dot product per card text).
+    let mut group = c.benchmark_group("semantic_stage");
+    group.throughput(Throughput::Elements(BY_MEANING.len() as u64));
+    for (name, cards) in [("20_cards", &twenty), ("1000_cards", &thousand)] {
+        let refs: Vec<&CapabilityCardSpec> = cards.iter().collect();
+        let recognizer = Recognizer::new(&refs, &lists);
+        recognizer.warm();
+        group.bench_function(format!("{name}/{}_queries", BY_MEANING.len()), |b| {
+            b.iter(|| {
+                for q in BY_MEANING {
                     black_box(recognizer.recognize(black_box(q)));
                 }
             })

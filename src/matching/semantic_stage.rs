@@ -15,6 +15,8 @@
 
 use std::sync::{Arc, LazyLock, OnceLock};
 
+use ndarray::{Array1, Array2};
+
 use super::semantic::{self, Encoder};
 use crate::config::CapabilityCardSpec;
 
@@ -51,7 +53,8 @@ pub struct CardTexts {
     /// `(card index, text)`, in card order.
     texts: Vec<(u32, String)>,
     cards: usize,
-    vectors: OnceLock<Vec<Arc<[f32]>>>,
+    /// One row per text ([`semantic::DIM`] columns), in `texts` order.
+    vectors: OnceLock<Array2<f32>>,
 }
 
 impl std::fmt::Debug for CardTexts {
@@ -103,10 +106,15 @@ impl CardTexts {
         self.vectors();
     }
 
-    fn vectors(&self) -> &[Arc<[f32]>] {
+    fn vectors(&self) -> &Array2<f32> {
         self.vectors.get_or_init(|| {
             let encoder = semantic::embedded();
-            self.texts.iter().map(|(_, t)| embed_card_text(encoder, t)).collect()
+            let mut m = Array2::<f32>::zeros((self.texts.len(), semantic::DIM));
+            for (mut row, (_, t)) in m.rows_mut().into_iter().zip(&self.texts) {
+                let v = embed_card_text(encoder, t);
+                row.iter_mut().zip(v.iter()).for_each(|(r, x)| *r = *x);
+            }
+            m
         })
     }
 
@@ -117,10 +125,11 @@ impl CardTexts {
         if self.texts.is_empty() {
             return Vec::new();
         }
-        let q = semantic::embedded().encode(query);
+        let q = Array1::from(semantic::embedded().encode(query));
+        // One matrix-vector product: a cosine per card text (all vectors have unit length).
+        let cosines = self.vectors().dot(&q);
         let mut best: Vec<Option<Similarity>> = vec![None; self.cards];
-        for (i, ((card, _), v)) in self.texts.iter().zip(self.vectors()).enumerate() {
-            let cosine = semantic::cosine(&q, v);
+        for (i, ((card, _), &cosine)) in self.texts.iter().zip(cosines.iter()).enumerate() {
             let slot = &mut best[*card as usize];
             if slot.is_none_or(|s| cosine > s.cosine) {
                 *slot = Some(Similarity { card: *card, cosine, text: i });
