@@ -486,8 +486,9 @@ impl Recognizer {
             topical: ranked.topical,
         };
         #[cfg(feature = "semantic")]
-        if self.has_content(query, &norm, &parts, (0, query.len())) {
-            self.semantic_stage(query, any_selected, topics, !parts.cues.is_empty(), &mut recognition);
+        {
+            let content = || self.has_content(query, &norm, &parts, (0, query.len()));
+            self.semantic_stage(query, any_selected, topics, !parts.cues.is_empty(), content, &mut recognition);
         }
         #[cfg(feature = "semantic")]
         if any_selected {
@@ -530,11 +531,12 @@ impl Recognizer {
         any_selected: bool,
         topics: Topics,
         cues: bool,
+        content: impl Fn() -> bool,
         recognition: &mut Recognition,
     ) {
         use super::semantic_stage::{OVERRIDE, SELECT as SEMANTIC_SELECT};
         if !any_selected && recognition.selected.is_empty() {
-            if topics.unknown <= topics.known {
+            if topics.unknown <= topics.known && content() {
                 let sims = self.meaning.similarities(query);
                 self.by_meaning(sims, recognition);
             }
@@ -542,7 +544,7 @@ impl Recognizer {
         }
         let [only] = recognition.selected.as_slice() else { return };
         let strong = |e: &Evidence| matches!(e, Evidence::Keyword { .. } | Evidence::Entity { .. });
-        if cues || recognition.score(&only.id).is_some_and(|c| c.evidence.iter().any(strong)) {
+        if cues || recognition.score(&only.id).is_some_and(|c| c.evidence.iter().any(strong)) || !content() {
             return;
         }
         let sims = self.meaning.similarities(query);
