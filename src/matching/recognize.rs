@@ -519,9 +519,10 @@ impl Recognizer {
     ///   "帮我订一张去上海的机票" to an expenses card, stays out of scope), gets the card it
     ///   clearly means, or a did-you-mean question led by its nearest cards;
     /// - a single card selected on words alone (no keyword, no entity), with no negation or
-    ///   correction in play, is replaced when the encoder finds another card clearly closer in
-    ///   meaning (by [`OVERRIDE`](super::semantic_stage::OVERRIDE)): a word of one card's field
-    ///   used for another card's job.
+    ///   correction in play, is put in doubt when the encoder finds another card clearly closer
+    ///   in meaning (by [`OVERRIDE`](super::semantic_stage::OVERRIDE)): a word of one card's
+    ///   field used for another card's job. The stage then decides as for no card, the lexical
+    ///   pick being its rival: usually a question between the two.
     ///
     /// Cards the lexical stage found negated are never picked.
     #[cfg(feature = "semantic")]

@@ -28,9 +28,10 @@ pub const SELECT: f32 = 0.35;
 pub const MARGIN: f32 = 0.05;
 /// Cosine from which a card is offered in the did-you-mean question (up to three, best first).
 pub const OFFER: f32 = 0.28;
-/// A single card the lexical stage selected on words alone is replaced by the card the query
-/// is closest to in meaning when that card's cosine leads the selected one's by this much (and
-/// reaches [`SELECT`]).
+/// A single card the lexical stage selected on words alone is put in doubt when the card the
+/// query is closest to in meaning leads it by this much of cosine (and reaches [`SELECT`]): the
+/// stage then decides as for a query with no card, the lexical pick being its rival (so,
+/// usually, the turn asks between the two; see [`DISAGREE`]).
 pub const OVERRIDE: f32 = 0.15;
 /// When the lexical stage's best plausible card is another card with at least this confidence,
 /// the stage does not plan its pick but asks between the two.
