@@ -15,20 +15,8 @@ use serde_json::{json, Value};
 use switchboard::config::{CapabilityCardSpec, ConfigFile};
 use switchboard::matching::Recognizer;
 
-const QUERIES: &[&str] = &[
-    "100美元换成人民币是多少",
-    "明天上海冷不冷",
-    "CA1234什么时候到",
-    "帮我叫辆车去首都机场",
-    "I need a ride from Baiyun airport",
-    "Will it rain in Shanghai tomorrow?",
-    "不用查天气了，帮我订酒店",
-    "北京明天天气怎么样，顺便把100美元换成人民币",
-    "电脑蓝屏了，找人来修一下",
-    "I forgot my password, and also the VPN won't connect",
-    "今天股市怎么样",
-    "你好",
-];
+mod common;
+use common::QUERIES;
 
 /// Paraphrases that share no deciding word with the cards (the semantic stage's queries).
 const BY_MEANING: &[&str] = &[

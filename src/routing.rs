@@ -163,7 +163,7 @@ pub fn explain(registry: &Registry, query: &str) -> String {
     for r in &rows {
         let verdict = if rec.selected.iter().any(|s| s.id == r.id) {
             "SELECTED"
-        } else if r.evidence.iter().any(|e| matches!(e, Evidence::Negated { .. })) {
+        } else if r.negated() {
             "negated"
         } else if rec.uncertain.iter().any(|u| u.id == r.id) {
             "uncertain"

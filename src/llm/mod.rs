@@ -318,7 +318,7 @@ pub fn render_candidates(rec: &crate::matching::Recognition) -> String {
         .map(|c| {
             let verdict = if rec.selected.iter().any(|s| s.id == c.id) {
                 "规则已选中"
-            } else if c.evidence.iter().any(|e| matches!(e, crate::matching::Evidence::Negated { .. })) {
+            } else if c.negated() {
                 "用户否定了"
             } else if rec.uncertain.iter().any(|u| u.id == c.id) {
                 "不确定"

@@ -242,6 +242,13 @@ pub struct Recognition {
     pub topical: Vec<String>,
 }
 
+impl CardScore {
+    /// Whether a negation or correction governs the card's mention ([`Evidence::Negated`]).
+    pub fn negated(&self) -> bool {
+        self.evidence.iter().any(|e| matches!(e, Evidence::Negated { .. }))
+    }
+}
+
 impl Recognition {
     /// `(offset, id)` of the selected cards, in order of mention.
     pub fn hits(&self) -> Vec<(usize, String)> {
@@ -610,28 +617,43 @@ impl Recognizer {
         if near_selected {
             return;
         }
-        let negated =
-            recognition.score(id).is_some_and(|c| c.evidence.iter().any(|e| matches!(e, Evidence::Negated { .. })));
-        if negated || recognition.selected.iter().any(|s| &s.id == id) {
+        if recognition.score(id).is_some_and(CardScore::negated) || recognition.selected.iter().any(|s| &s.id == id) {
             return;
         }
         let conf = round2(confidence(best.cosine));
         recognition.selected.push(Selected { id: id.clone(), offset, confidence: conf });
         recognition.selected.sort_by(|a, b| a.offset.cmp(&b.offset).then_with(|| a.id.cmp(&b.id)));
         recognition.uncertain.retain(|c| &c.id != id);
-        let evidence =
-            Evidence::Semantic { text: self.meaning.text(best.text).to_string(), similarity: round2(best.cosine) };
-        match recognition.candidates.iter_mut().find(|c| &c.id == id) {
+        self.note_semantic(best, recognition);
+    }
+
+    /// A card the semantic stage found at `s`, as a did-you-mean entry with no lexical evidence.
+    #[cfg(feature = "semantic")]
+    fn semantic_entry(&self, s: &super::semantic_stage::Similarity) -> CardScore {
+        CardScore {
+            id: self.cards[s.card as usize].id.clone(),
+            confidence: round2(super::semantic_stage::confidence(s.cosine)),
+            evidence: Vec::new(),
+            raw: 0.0,
+        }
+    }
+
+    /// Records the semantic stage's evidence `s` on the card's candidate entry (added when the
+    /// lexical stage had none; its confidence raised to the semantic one) and on its
+    /// did-you-mean entry, if any.
+    #[cfg(feature = "semantic")]
+    fn note_semantic(&self, s: super::semantic_stage::Similarity, recognition: &mut Recognition) {
+        let entry = self.semantic_entry(&s);
+        let evidence = Evidence::Semantic { text: self.meaning.text(s.text).to_string(), similarity: round2(s.cosine) };
+        for u in recognition.uncertain.iter_mut().filter(|u| u.id == entry.id) {
+            u.evidence.push(evidence.clone());
+        }
+        match recognition.candidates.iter_mut().find(|c| c.id == entry.id) {
             Some(c) => {
-                c.confidence = c.confidence.max(conf);
+                c.confidence = c.confidence.max(entry.confidence);
                 c.evidence.push(evidence);
             }
-            None => recognition.candidates.push(CardScore {
-                id: id.clone(),
-                confidence: conf,
-                evidence: vec![evidence],
-                raw: 0.0,
-            }),
+            None => recognition.candidates.push(CardScore { evidence: vec![evidence], ..entry }),
         }
     }
 
@@ -651,7 +673,7 @@ impl Recognizer {
     /// The lexical stage's best candidate that is not negated (candidates are by raw score).
     #[cfg(feature = "semantic")]
     fn lexical_best<'r>(&self, recognition: &'r Recognition) -> Option<&'r CardScore> {
-        recognition.candidates.iter().find(|c| !c.evidence.iter().any(|e| matches!(e, Evidence::Negated { .. })))
+        recognition.candidates.iter().find(|c| !c.negated())
     }
 
     /// Applies the semantic stage's verdict over `sims` (best first) to a recognition that
@@ -660,12 +682,7 @@ impl Recognizer {
     #[cfg(feature = "semantic")]
     fn by_meaning(&self, mut sims: Vec<super::semantic_stage::Similarity>, recognition: &mut Recognition) {
         use super::semantic_stage::{confidence, verdict, Verdict};
-        let negated: Vec<&str> = recognition
-            .candidates
-            .iter()
-            .filter(|c| c.evidence.iter().any(|e| matches!(e, Evidence::Negated { .. })))
-            .map(|c| c.id.as_str())
-            .collect();
+        let negated: Vec<&str> = recognition.candidates.iter().filter(|c| c.negated()).map(|c| c.id.as_str()).collect();
         sims.retain(|s| !negated.contains(&self.cards[s.card as usize].id.as_str()));
         let verdict = verdict(&sims);
         let rival = match &verdict {
@@ -692,15 +709,7 @@ impl Recognizer {
             (Verdict::Select(best), Some(lexical)) => {
                 // The lexical stage leans to another card: ask between the two.
                 recognition.uncertain.retain(|c| c.id != lexical.id);
-                let mut offered = vec![
-                    CardScore {
-                        id: self.cards[best.card as usize].id.clone(),
-                        confidence: round2(confidence(best.cosine)),
-                        evidence: Vec::new(),
-                        raw: 0.0,
-                    },
-                    lexical,
-                ];
+                let mut offered = vec![self.semantic_entry(&best), lexical];
                 offered.append(&mut recognition.uncertain);
                 recognition.uncertain = offered;
                 vec![best]
@@ -717,12 +726,7 @@ impl Recognizer {
                 for s in &offered {
                     let id = &self.cards[s.card as usize].id;
                     if !recognition.uncertain.iter().any(|c| &c.id == id) {
-                        recognition.uncertain.push(CardScore {
-                            id: id.clone(),
-                            confidence: round2(confidence(s.cosine)),
-                            evidence: Vec::new(),
-                            raw: 0.0,
-                        });
+                        recognition.uncertain.push(self.semantic_entry(s));
                     }
                 }
                 offered
@@ -730,26 +734,7 @@ impl Recognizer {
         };
         recognition.by_meaning = true;
         for s in shown {
-            let id = &self.cards[s.card as usize].id;
-            let evidence =
-                Evidence::Semantic { text: self.meaning.text(s.text).to_string(), similarity: round2(s.cosine) };
-            let entry = match recognition.candidates.iter().position(|c| &c.id == id) {
-                Some(i) => &mut recognition.candidates[i],
-                None => {
-                    recognition.candidates.push(CardScore {
-                        id: id.clone(),
-                        confidence: 0.0,
-                        evidence: Vec::new(),
-                        raw: 0.0,
-                    });
-                    recognition.candidates.last_mut().expect("just pushed")
-                }
-            };
-            entry.confidence = entry.confidence.max(round2(confidence(s.cosine)));
-            entry.evidence.push(evidence.clone());
-            for u in recognition.uncertain.iter_mut().filter(|u| &u.id == id) {
-                u.evidence.push(evidence.clone());
-            }
+            self.note_semantic(s, recognition);
         }
         // Best first: the semantic stage's pick leads.
         recognition.candidates.sort_by(|a, b| {

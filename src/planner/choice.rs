@@ -8,7 +8,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::matching::{Evidence, Recognition};
+use crate::matching::Recognition;
 use crate::registry::Registry;
 
 /// At most this many candidates are offered.
@@ -110,11 +110,8 @@ pub fn pick(
     if !by_evidence {
         return None;
     }
-    let mut scored = recognition
-        .candidates
-        .iter()
-        .filter(|s| candidates.contains(&s.id) && s.raw > 0.0)
-        .filter(|s| !s.evidence.iter().any(|e| matches!(e, Evidence::Negated { .. })));
+    let mut scored =
+        recognition.candidates.iter().filter(|s| candidates.contains(&s.id) && s.raw > 0.0).filter(|s| !s.negated());
     // Only a clear winner: a value that fits several candidates equally ("北京") picks none.
     match (scored.next(), scored.next()) {
         (Some(best), Some(next)) if next.raw >= best.raw => None,
