@@ -324,7 +324,7 @@ pub struct Recognizer {
     keyword_stems: Vec<(u32, Vec<String>, String)>,
     /// Normalized example -> cards (exact example match).
     exact_examples: HashMap<String, Vec<u32>>,
-    entities: Vec<EntitySource>,
+    entities: EntityIndex,
     /// Concept terms of the lexicon that are actions or facets, not topics (`#booking`).
     generic: HashSet<String>,
     /// The cards' texts for the semantic stage (embedded on first use).
@@ -388,7 +388,7 @@ impl Recognizer {
             keyword_meta,
             keyword_stems,
             exact_examples,
-            entities: entity_sources(cards, lists),
+            entities: EntityIndex::new(entity_sources(cards, lists)),
             generic: super::tokenize::generic_concepts().into_iter().map(|c| format!("#{c}")).collect(),
             #[cfg(feature = "semantic")]
             meaning: super::semantic_stage::CardTexts::new(cards),
@@ -579,7 +579,7 @@ impl Recognizer {
             .map(|t| (t.start, t.end))
             .collect();
         outside.extend(parts.when.iter().copied());
-        outside.extend(self.entities.iter().filter_map(|src| src.rule.find(query, norm)).map(|(s, e, _)| (s, e)));
+        outside.extend(self.entities.find_all(query, norm).into_iter().map(|(_, (s, e, _))| (s, e)));
         outside.extend(
             parts
                 .tokens
@@ -991,8 +991,8 @@ impl Recognizer {
         let text = &at.query[clause.start..clause.end];
         let mut masks: Vec<(usize, usize)> = Vec::new();
         let lower = Normalized::new(text);
-        for src in &self.entities {
-            let Some((s, e, value)) = src.rule.find(text, &lower) else { continue };
+        for (src, (s, e, value)) in self.entities.find_all(text, &lower) {
+            let src = &self.entities.sources[src];
             masks.push((clause.start + s, clause.start + e));
             let mut owners: Vec<u32> = src.users.iter().map(|u| u.0).collect();
             owners.sort_unstable();
@@ -1463,6 +1463,96 @@ fn after_destination_marker(query: &str, at: usize) -> bool {
                 _ => false,
             }
         }
+    }
+}
+
+/// The entity sources of a registry, compiled for one pass over a text whatever their number:
+/// every value list's terms in one Aho-Corasick automaton, every regular expression in one
+/// `RegexSet` (only the expressions it reports matching are run again for their spans). A
+/// query's entity lookup so costs about the same with 1,000 cards as with 20.
+struct EntityIndex {
+    sources: Vec<EntitySource>,
+    /// The distinct terms of all value lists; per automaton pattern, the term and the sources
+    /// listing it.
+    values: Option<AhoCorasick>,
+    value_terms: Vec<(Term, Vec<usize>)>,
+    /// The regex rules (pattern, email, phone); per set member, its source.
+    regexes: Option<regex::RegexSet>,
+    regex_sources: Vec<usize>,
+}
+
+impl EntityIndex {
+    fn new(sources: Vec<EntitySource>) -> Self {
+        let mut value_terms: Vec<(Term, Vec<usize>)> = Vec::new();
+        let mut by_text: HashMap<String, usize> = HashMap::new();
+        let (mut patterns, mut regex_sources) = (Vec::new(), Vec::new());
+        for (i, src) in sources.iter().enumerate() {
+            match &src.rule {
+                EntityRule::Values(terms) => {
+                    for t in terms.iter().filter(|t| !t.is_empty()) {
+                        let at = *by_text.entry(t.text().to_string()).or_insert_with(|| {
+                            value_terms.push((t.clone(), Vec::new()));
+                            value_terms.len() - 1
+                        });
+                        if !value_terms[at].1.contains(&i) {
+                            value_terms[at].1.push(i);
+                        }
+                    }
+                }
+                EntityRule::Pattern(re) | EntityRule::Email(re) | EntityRule::Phone(re) => {
+                    patterns.push(re.as_str().to_string());
+                    regex_sources.push(i);
+                }
+            }
+        }
+        let values = (!value_terms.is_empty())
+            .then(|| AhoCorasick::new(value_terms.iter().map(|(t, _)| t.text())).ok())
+            .flatten();
+        // Each pattern compiled alone already; a set too large for the limit (thousands of
+        // distinct expressions) is left out and every expression is run instead.
+        let regexes = (!patterns.is_empty())
+            .then(|| regex::RegexSetBuilder::new(&patterns).size_limit(1 << 24).build().ok())
+            .flatten();
+        Self { sources, values, value_terms, regexes, regex_sources }
+    }
+
+    /// Each source's first match in `text` (as [`EntityRule::find`] finds it: byte span in
+    /// `text`, the value as written), in source order. `lower` is `text` normalized.
+    fn find_all(&self, text: &str, lower: &Normalized) -> Vec<(usize, (usize, usize, String))> {
+        let mut out = Vec::new();
+        match &self.regexes {
+            Some(set) => {
+                for member in set.matches(text).iter() {
+                    let src = self.regex_sources[member];
+                    out.extend(self.sources[src].rule.find(text, lower).map(|hit| (src, hit)));
+                }
+            }
+            None => {
+                for &src in &self.regex_sources {
+                    out.extend(self.sources[src].rule.find(text, lower).map(|hit| (src, hit)));
+                }
+            }
+        }
+        if let Some(ac) = &self.values {
+            // Per source, its earliest match, the longest one there.
+            let mut first: HashMap<usize, (usize, std::cmp::Reverse<usize>)> = HashMap::new();
+            for m in ac.find_overlapping_iter(&lower.text) {
+                let (term, users) = &self.value_terms[m.pattern().as_usize()];
+                if !term.matches_at(&lower.text, m.start()) {
+                    continue;
+                }
+                let here = (m.start(), std::cmp::Reverse(term.len()));
+                for &src in users {
+                    first.entry(src).and_modify(|best| *best = (*best).min(here)).or_insert(here);
+                }
+            }
+            out.extend(first.into_iter().map(|(src, (pos, len))| {
+                let (s, e) = (lower.orig(pos), lower.orig(pos + len.0));
+                (src, (s, e, text[s..e].to_string()))
+            }));
+        }
+        out.sort_unstable_by_key(|(src, _)| *src);
+        out
     }
 }
 
@@ -2395,6 +2485,47 @@ mod tests {
 
     fn ids(r: &Recognition) -> Vec<&str> {
         r.selected.iter().map(|s| s.id.as_str()).collect()
+    }
+
+    #[test]
+    fn the_entity_index_finds_what_each_rule_finds() {
+        let values = |v: &[&str]| EntityRule::Values(v.iter().map(|t| Term::new(t)).collect());
+        let regex = |p: &str| EntityRule::Pattern(Regex::new(p).unwrap());
+        let rules = vec![
+            values(&["北京", "北京市", "上海"]),
+            regex(r"([A-Z]{2}\d{3,4})"),
+            values(&["cat", "Dog", ""]),
+            values(&["上海", "广州"]),
+            EntityRule::Email(Regex::new(r"[a-z]+@[a-z]+\.com").unwrap()),
+            values(&["book", "bookcase"]),
+        ];
+        let index = EntityIndex::new(
+            rules.into_iter().map(|rule| EntitySource { rule, weight: 1.0, users: Vec::new() }).collect(),
+        );
+        let texts = [
+            "从北京市到上海，航班CA1234",
+            "a catalog about dogs; my DOG and a cat, mail me at a@b.com",
+            "bookcase or book? 广州 then 上海",
+            "",
+            "😀😀",
+            "ＣＡ1234 北京",
+        ];
+        for text in texts {
+            let lower = Normalized::new(text);
+            let expected: Vec<(usize, (usize, usize, String))> = index
+                .sources
+                .iter()
+                .enumerate()
+                .filter_map(|(i, src)| src.rule.find(text, &lower).map(|hit| (i, hit)))
+                .collect();
+            assert_eq!(index.find_all(text, &lower), expected, "{text}");
+        }
+        let text = "从北京市到上海，航班CA1234";
+        let found = index.find_all(text, &Normalized::new(text));
+        assert_eq!(
+            found.iter().map(|(i, (_, _, v))| (*i, v.as_str())).collect::<Vec<_>>(),
+            [(0, "北京市"), (1, "CA1234"), (3, "上海")]
+        );
     }
 
     #[test]

@@ -27,10 +27,12 @@
 //! ignored, and the normalizer reads no more than the characters those pieces can span, so the
 //! cost of a call is bounded whatever the length of the text.
 //!
-//! Cost (one core, release build): about 1.2 ms for a short query, 3 ms for 40 words
-//! (`cargo bench --bench semantic`); [`Encoder::encode_many`] batches texts into shared matrix
-//! products, about 0.7 ms a short query. Memory: about 30 MB once loaded (packed embeddings plus
-//! `f32` matrices).
+//! Cost (one core, release build, AVX2): about 0.6–0.8 ms for a short query, 2.5–2.9 ms for 40
+//! words (`cargo bench --bench semantic`); [`Encoder::encode_many`] batches texts into shared
+//! matrix products, about 0.6 ms a short query. The matrix products are register-blocked SIMD
+//! kernels over weights laid out in column panels at load (`PanelProduct`, on `pulp`'s run-time
+//! choice of instruction set). Memory: about 30 MB once loaded (packed embeddings plus `f32`
+//! matrices).
 
 use std::fmt;
 use std::sync::OnceLock;
@@ -60,8 +62,6 @@ const EOS: u32 = 2;
 const WORD_MARK: char = '\u{2581}';
 /// How much lower than the lowest piece score an `<unk>` scores (SentencePiece's `kUnkPenalty`).
 const UNK_PENALTY: f32 = 10.0;
-/// Matrix products with at most this many rows are row updates rather than sgemm (see `matmul`).
-const FEW_ROWS: usize = 4;
 /// The most tokens [`Encoder::encode_many`] puts through one batch of matrix products (bounds
 /// the buffers: about 10 MB at this size).
 const BATCH_TOKENS: usize = 1024;
@@ -119,15 +119,15 @@ pub struct Encoder {
     ln_g: Vec<f32>,
     ln_b: Vec<f32>,
     /// Token features → sentence (`dim + 3 * hidden` × 512), and its bias.
-    cnn_w: Array2<f32>,
+    cnn_w: Matrix,
     cnn_b: Vec<f32>,
     /// The feed-forward head.
-    d0: Array2<f32>,
-    d1: Array2<f32>,
-    p1: Array2<f32>,
-    d2: Array2<f32>,
-    p3: Array2<f32>,
-    d3: Array2<f32>,
+    d0: Matrix,
+    d1: Matrix,
+    p1: Matrix,
+    d2: Matrix,
+    p3: Matrix,
+    d3: Matrix,
     /// Layer norm epsilon.
     eps: f32,
 }
@@ -139,14 +139,14 @@ struct Order {
     /// Tokens of the window before the current one.
     left: usize,
     /// `dim` × `hidden` projection and its bias, then a layer norm.
-    proj: Array2<f32>,
+    proj: Matrix,
     proj_b: Vec<f32>,
     ln_g: Vec<f32>,
     ln_b: Vec<f32>,
     /// The two residual convolutions: `n * hidden` × `hidden`, and biases.
-    w1: Array2<f32>,
+    w1: Matrix,
     b1: Vec<f32>,
-    w2: Array2<f32>,
+    w2: Matrix,
     b2: Vec<f32>,
 }
 
@@ -183,6 +183,55 @@ pub fn embedded() -> &'static Encoder {
 #[must_use]
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// The dot product of `v` with each row of `rows` (row-major, rows of `v.len()` values): the
+/// cosines of a query's embedding with many texts' at once. SIMD where the machine has it
+/// (`pulp`), as the card texts of a large registry number in the thousands. Empty when `v` is.
+#[must_use]
+pub fn dot_rows(rows: &[f32], v: &[f32]) -> Vec<f32> {
+    if v.is_empty() {
+        return Vec::new();
+    }
+    pulp::Arch::new().dispatch(DotRows { rows, v })
+}
+
+struct DotRows<'a> {
+    rows: &'a [f32],
+    v: &'a [f32],
+}
+
+impl pulp::WithSimd for DotRows<'_> {
+    type Output = Vec<f32>;
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, simd: S) -> Vec<f32> {
+        // Plain loops, no closures: a closure is compiled apart from this function and would
+        // lose its instruction set (every SIMD operation a call).
+        let (v_head, v_tail) = S::as_simd_f32s(self.v);
+        let mut out = Vec::with_capacity(self.rows.len() / self.v.len());
+        for row in self.rows.chunks_exact(self.v.len()) {
+            let (head, tail) = S::as_simd_f32s(row);
+            // Four independent sums, so the multiply-adds overlap.
+            let mut acc = [simd.splat_f32s(0.0); 4];
+            let whole = head.len() / 4 * 4;
+            for (w, x) in head[..whole].chunks_exact(4).zip(v_head.chunks_exact(4)) {
+                for ((sum, &w), &x) in acc.iter_mut().zip(w).zip(x) {
+                    *sum = simd.mul_add_e_f32s(w, x, *sum);
+                }
+            }
+            for (&w, &x) in head[whole..].iter().zip(&v_head[whole..]) {
+                acc[0] = simd.mul_add_e_f32s(w, x, acc[0]);
+            }
+            let mut sum =
+                simd.reduce_sum_f32s(simd.add_f32s(simd.add_f32s(acc[0], acc[1]), simd.add_f32s(acc[2], acc[3])));
+            for (&w, &x) in tail.iter().zip(v_tail) {
+                sum += w * x;
+            }
+            out.push(sum);
+        }
+        out
+    }
 }
 
 impl Encoder {
@@ -583,22 +632,235 @@ fn rows_mut(buf: &mut [f32], width: usize) -> ArrayViewMut2<'_, f32> {
     ArrayViewMut2::from_shape((buf.len() / width, width), buf).expect("a buffer of whole rows")
 }
 
-/// `c += a @ b`, any strides. Over many rows by matrixmultiply's sgemm (through ndarray's
-/// `general_mat_mul`), which first packs `b` into panels: for a few rows (a single text's
-/// sentence-level layers) that copy costs more than the product, so those are row updates
-/// (`c[r] += a[r, i] * b[i]`, `b` read once, zeros of `a` skipped): 1 × 1280 × 512 in 54 µs
-/// instead of 350 µs.
-fn matmul(a: &ArrayRef2<f32>, b: &ArrayRef2<f32>, c: &mut ArrayRef2<f32>) {
-    if a.nrows() <= FEW_ROWS {
-        for (a_row, mut c_row) in a.rows().into_iter().zip(c.rows_mut()) {
-            for (&x, b_row) in a_row.iter().zip(b.rows()) {
-                if x != 0.0 {
-                    c_row.scaled_add(x, &b_row);
+/// A weight matrix, `k` × `n`, in panels of [`PANEL`] columns: each panel is its `k` rows of
+/// `PANEL` values, one after the other (the last one padded with zeros), so that a product
+/// reads the weights strictly in order.
+struct Matrix {
+    k: usize,
+    n: usize,
+    panels: Vec<f32>,
+}
+
+/// Columns of a [`Matrix`] panel.
+const PANEL: usize = 16;
+
+impl Matrix {
+    fn new(rows: &ArrayRef2<f32>) -> Matrix {
+        let (k, n) = rows.dim();
+        let mut panels = vec![0.0f32; n.div_ceil(PANEL) * k * PANEL];
+        for (p, panel) in panels.chunks_exact_mut(k * PANEL).enumerate() {
+            for (i, out) in panel.chunks_exact_mut(PANEL).enumerate() {
+                for (j, v) in out.iter_mut().enumerate() {
+                    if let Some(&w) = rows.get((i, p * PANEL + j)) {
+                        *v = w;
+                    }
                 }
             }
         }
-    } else {
-        general_mat_mul(1.0, a, b, 1.0, c);
+        Matrix { k, n, panels }
+    }
+
+    fn nrows(&self) -> usize {
+        self.k
+    }
+
+    fn ncols(&self) -> usize {
+        self.n
+    }
+
+    /// Panel `p` as a `k` × (its columns) matrix.
+    fn panel(&self, p: usize) -> ArrayView2<'_, f32> {
+        let mut view = rows(&self.panels[p * self.k * PANEL..(p + 1) * self.k * PANEL], PANEL);
+        view.slice_axis_inplace(Axis(1), Slice::from(..PANEL.min(self.n - p * PANEL)));
+        view
+    }
+}
+
+/// `c += a @ b`, any strides: by [`PanelProduct`], or where it declines (no SIMD, rows not
+/// contiguous, a width not whole panels) by matrixmultiply's sgemm (through ndarray's
+/// `general_mat_mul`) a panel at a time. sgemm copies `b` into its own panels on every call: for
+/// one query's few tokens that copy of the weights cost as much as the product (1.3 ms an
+/// encoding with sgemm alone, 0.6–0.8 ms now; a 40-word text 3.0 → 2.5–2.9 ms). Unoptimized
+/// builds (the debug test suite) always take sgemm: there every SIMD operation of the kernel is
+/// a function call.
+fn matmul(a: &ArrayRef2<f32>, b: &Matrix, c: &mut ArrayRef2<f32>) {
+    if cfg!(debug_assertions) || !PanelProduct::run(a, b, c) {
+        for p in 0..b.n.div_ceil(PANEL) {
+            let cols = p * PANEL..(p * PANEL + PANEL).min(b.n);
+            general_mat_mul(1.0, a, &b.panel(p), 1.0, &mut c.slice_axis_mut(Axis(1), Slice::from(cols)));
+        }
+    }
+}
+
+/// Rows of `c` whose sums a block keeps in registers, one panel wide.
+const BLOCK_ROWS: usize = 4;
+
+/// `c += a @ b`, register-blocked: for a block of [`BLOCK_ROWS`] rows of `a` and one panel of
+/// `b` (two for a block of two or three rows), the sums stay in SIMD registers while `k` runs
+/// down the panel, read in order; `b` is never copied. The instruction set is chosen at run time by `pulp` (AVX2 + FMA on x86-64 when
+/// present); without SIMD it declines and sgemm does the product.
+struct PanelProduct<'a> {
+    /// Rows of `a` (each `k` values) and of `c` (each `n` values).
+    a: Vec<&'a [f32]>,
+    c: Vec<&'a mut [f32]>,
+    b: &'a Matrix,
+}
+
+impl<'a> PanelProduct<'a> {
+    /// Runs the product if the rows of `a` and `c` are contiguous, `n` is whole panels and SIMD
+    /// is available; false (and `c` untouched) otherwise.
+    fn run(a: &'a ArrayRef2<f32>, b: &'a Matrix, c: &'a mut ArrayRef2<f32>) -> bool {
+        if b.n % PANEL != 0 || a.ncols() != b.k || c.ncols() != b.n {
+            return false;
+        }
+        let a_rows: Option<Vec<&[f32]>> = a.rows().into_iter().map(|r| r.to_slice()).collect();
+        let c_rows: Option<Vec<&mut [f32]>> = c.rows_mut().into_iter().map(|r| r.into_slice()).collect();
+        let (Some(a), Some(c)) = (a_rows, c_rows) else { return false };
+        pulp::Arch::new().dispatch(PanelProduct { a, c, b })
+    }
+}
+
+impl pulp::WithSimd for PanelProduct<'_> {
+    type Output = bool;
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, simd: S) -> bool {
+        if S::IS_SCALAR || PANEL % S::F32_LANES != 0 || PANEL / S::F32_LANES > MAX_VECTORS {
+            return false;
+        }
+        let k = self.b.nrows();
+        let panels: Vec<&[S::f32s]> = self.b.panels.chunks_exact(k * PANEL).map(|p| S::as_simd_f32s(p).0).collect();
+        let (mut a, mut c) = (self.a.as_slice(), self.c);
+        let mut c = c.as_mut_slice();
+        let mut nonzero = Vec::new();
+        while !a.is_empty() {
+            let take = a.len().min(BLOCK_ROWS);
+            let (a_block, a_rest) = a.split_at(take);
+            let (c_block, c_rest) = c.split_at_mut(take);
+            match take {
+                4 => panels_by::<S, 4, 1>(simd, a_block, &panels, c_block),
+                3 => panels_by::<S, 3, 2>(simd, a_block, &panels, c_block),
+                2 => panels_by::<S, 2, 2>(simd, a_block, &panels, c_block),
+                _ => {
+                    // A lone row (a sentence-level layer): only its non-zero values (a ReLU output
+                    // is about half zeros), four panels at a time for independent sums.
+                    nonzero.clear();
+                    nonzero.extend(a_block[0].iter().enumerate().filter(|(_, x)| **x != 0.0).map(|(i, &x)| (i, x)));
+                    let mut groups = panels.chunks_exact(4);
+                    let mut first = 0;
+                    for group in groups.by_ref() {
+                        sparse::<S, 4>(simd, &nonzero, group, c_block, first);
+                        first += 4;
+                    }
+                    for panel in groups.remainder() {
+                        sparse::<S, 1>(simd, &nonzero, std::slice::from_ref(panel), c_block, first);
+                        first += 1;
+                    }
+                }
+            }
+            (a, c) = (a_rest, c_rest);
+        }
+        true
+    }
+}
+
+/// The most SIMD vectors a panel row may take (`PANEL` / lanes: 2 with AVX2, 4 with NEON).
+const MAX_VECTORS: usize = 4;
+
+/// `c[r] += a[r] @ b` for the `R` rows of a block, `P` panels at a time (the rest one by one).
+#[inline(always)]
+fn panels_by<S: pulp::Simd, const R: usize, const P: usize>(
+    simd: S,
+    a: &[&[f32]],
+    panels: &[&[S::f32s]],
+    c: &mut [&mut [f32]],
+) {
+    let a: [&[f32]; R] = std::array::from_fn(|r| a[r]);
+    let mut groups = panels.chunks_exact(P);
+    let mut first = 0;
+    for group in groups.by_ref() {
+        block::<S, R, P>(simd, &a, group, c, first);
+        first += P;
+    }
+    for panel in groups.remainder() {
+        block::<S, R, 1>(simd, &a, std::slice::from_ref(panel), c, first);
+        first += 1;
+    }
+}
+
+/// `c[r][panels first..first + P] += a[r] @ panels`: the `R` × `P` panel-wide sums stay in
+/// registers while `k` runs down the panels.
+#[inline(always)]
+fn block<S: pulp::Simd, const R: usize, const P: usize>(
+    simd: S,
+    a: &[&[f32]; R],
+    panels: &[&[S::f32s]],
+    c: &mut [&mut [f32]],
+    first: usize,
+) {
+    let vectors = PANEL / S::F32_LANES;
+    let panels: [&[S::f32s]; P] = std::array::from_fn(|q| panels[q]);
+    let mut acc = [[[simd.splat_f32s(0.0); MAX_VECTORS]; P]; R];
+    load::<S, P>(&mut acc, c, first);
+    for i in 0..a[0].len() {
+        for (sums, row) in acc.iter_mut().zip(a) {
+            let x = simd.splat_f32s(row[i]);
+            for (panel_sums, panel) in sums.iter_mut().zip(&panels) {
+                for (sum, &w) in panel_sums[..vectors].iter_mut().zip(&panel[i * vectors..(i + 1) * vectors]) {
+                    *sum = simd.mul_add_e_f32s(x, w, *sum);
+                }
+            }
+        }
+    }
+    store::<S, P>(&acc, c, first);
+}
+
+/// `c[0][panels first..first + P] += a @ panels` for one row of `a`, given as its non-zero
+/// `(index, value)` pairs.
+#[inline(always)]
+fn sparse<S: pulp::Simd, const P: usize>(
+    simd: S,
+    nonzero: &[(usize, f32)],
+    panels: &[&[S::f32s]],
+    c: &mut [&mut [f32]],
+    first: usize,
+) {
+    let vectors = PANEL / S::F32_LANES;
+    let panels: [&[S::f32s]; P] = std::array::from_fn(|q| panels[q]);
+    let mut acc = [[[simd.splat_f32s(0.0); MAX_VECTORS]; P]; 1];
+    load::<S, P>(&mut acc, c, first);
+    for &(i, x) in nonzero {
+        let x = simd.splat_f32s(x);
+        for (panel_sums, panel) in acc[0].iter_mut().zip(&panels) {
+            for (sum, &w) in panel_sums[..vectors].iter_mut().zip(&panel[i * vectors..(i + 1) * vectors]) {
+                *sum = simd.mul_add_e_f32s(x, w, *sum);
+            }
+        }
+    }
+    store::<S, P>(&acc, c, first);
+}
+
+/// The sums of panels `first..first + P` of each row of `c`, into `acc`.
+#[inline(always)]
+fn load<S: pulp::Simd, const P: usize>(acc: &mut [[[S::f32s; MAX_VECTORS]; P]], c: &[&mut [f32]], first: usize) {
+    let vectors = PANEL / S::F32_LANES;
+    for (sums, c_row) in acc.iter_mut().zip(c) {
+        for (q, panel_sums) in sums.iter_mut().enumerate() {
+            let at = (first + q) * PANEL;
+            panel_sums[..vectors].copy_from_slice(S::as_simd_f32s(&c_row[at..at + PANEL]).0);
+        }
+    }
+}
+
+/// `acc` back into panels `first..first + P` of each row of `c`.
+#[inline(always)]
+fn store<S: pulp::Simd, const P: usize>(acc: &[[[S::f32s; MAX_VECTORS]; P]], c: &mut [&mut [f32]], first: usize) {
+    let vectors = PANEL / S::F32_LANES;
+    for (sums, c_row) in acc.iter().zip(c.iter_mut()) {
+        for (q, panel_sums) in sums.iter().enumerate() {
+            let at = (first + q) * PANEL;
+            S::as_mut_simd_f32s(&mut c_row[at..at + PANEL]).0.copy_from_slice(&panel_sums[..vectors]);
+        }
     }
 }
 
@@ -607,8 +869,8 @@ fn inconsistent(what: String) -> SemanticError {
 }
 
 /// Checks a matrix's shape.
-fn shape(name: &str, m: &Array2<f32>, rows: usize, cols: usize) -> Result<(), SemanticError> {
-    if m.dim() == (rows, cols) {
+fn shape(name: &str, m: &Matrix, rows: usize, cols: usize) -> Result<(), SemanticError> {
+    if (m.k, m.n) == (rows, cols) {
         Ok(())
     } else {
         Err(inconsistent(format!("{name} is {} x {}, expected {rows} x {cols}", m.nrows(), m.ncols())))
@@ -654,7 +916,7 @@ impl<'a> Reader<'a> {
     }
 
     /// An int8 matrix (rows × cols, then a scale per column), dequantized to `f32`.
-    fn matrix(&mut self, name: &'static str) -> Result<Array2<f32>, SemanticError> {
+    fn matrix(&mut self, name: &'static str) -> Result<Matrix, SemanticError> {
         let rows = self.u32(name)? as usize;
         let cols = self.u32(name)? as usize;
         if cols < 2 {
@@ -666,7 +928,8 @@ impl<'a> Reader<'a> {
         for row in q.chunks_exact(cols) {
             data.extend(row.iter().zip(&scale).map(|(&q, s)| f32::from(i8::from_le_bytes([q])) * s));
         }
-        Array2::from_shape_vec((rows, cols), data).map_err(|e| inconsistent(format!("{name}: {e}")))
+        let rows = Array2::from_shape_vec((rows, cols), data).map_err(|e| inconsistent(format!("{name}: {e}")))?;
+        Ok(Matrix::new(&rows))
     }
 
     /// An `f32` vector of `len` values (stored as `len` × 1).
@@ -765,6 +1028,47 @@ mod tests {
         assert_eq!(enc.tokens(&long_en).len(), MAX_TOKENS);
         // The cut keeps the start of the text: more text after it changes nothing.
         assert_eq!(enc.tokens(&long), enc.tokens(&long.repeat(50)));
+    }
+
+    #[test]
+    fn the_panel_product_matches_sgemm() {
+        // Pseudo-random values with some zeros (as after a ReLU), from a fixed LCG.
+        let mut state = 0x2545_f491_u32;
+        let mut next = move || {
+            state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            let v = f32::from((state >> 16) as u16) / 32768.0 - 1.0;
+            if v < -0.5 {
+                0.0
+            } else {
+                v
+            }
+        };
+        for (m, k, n) in [(1, 40, 64), (2, 17, 16), (3, 33, 80), (4, 8, 32), (5, 64, 48), (9, 20, 96)] {
+            let a = Array2::from_shape_fn((m, k), |_| next());
+            let b_rows = Array2::from_shape_fn((k, n), |_| next());
+            let b = Matrix::new(&b_rows);
+            // c is a column slice of a wider buffer, as the encoder writes an order's features.
+            let wide = Array2::from_shape_fn((m, n + 16), |_| next());
+            let mut expected = wide.clone();
+            general_mat_mul(1.0, &a, &b_rows, 1.0, &mut expected.slice_axis_mut(Axis(1), Slice::from(8..8 + n)));
+            let mut got = wide.clone();
+            let ran = PanelProduct::run(&a, &b, &mut got.slice_axis_mut(Axis(1), Slice::from(8..8 + n)));
+            if !ran {
+                // No SIMD on this machine: the product is declined, c untouched.
+                assert_eq!(got, wide);
+                continue;
+            }
+            for (g, e) in got.iter().zip(&expected) {
+                assert!((g - e).abs() <= 1e-4 * (1.0 + e.abs()), "{m}x{k}x{n}: {g} vs {e}");
+            }
+        }
+        // Widths that are not whole panels are declined.
+        let (a, b) = (Array2::<f32>::ones((2, 3)), Matrix::new(&Array2::ones((3, 20))));
+        assert!(!PanelProduct::run(&a, &b, &mut Array2::zeros((2, 20))));
+        // The panel-wise sgemm handles them, the padding of the last panel left out.
+        let mut c = Array2::zeros((2, 20));
+        matmul(&a, &b, &mut c);
+        assert_eq!(c, Array2::from_elem((2, 20), 3.0));
     }
 
     #[test]

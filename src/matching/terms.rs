@@ -29,6 +29,25 @@ impl Term {
     pub fn is_empty(&self) -> bool {
         self.lower.is_empty()
     }
+
+    /// The lower-cased term, as searched for.
+    pub fn text(&self) -> &str {
+        &self.lower
+    }
+
+    /// Whether a match at `start` (byte offset in `lower_text`) stands as the term's match: any
+    /// substring for a CJK term, a whole word (no ASCII letter or digit either side) for an
+    /// ASCII one.
+    pub fn matches_at(&self, lower_text: &str, start: usize) -> bool {
+        if !self.word {
+            return true;
+        }
+        let bytes = lower_text.as_bytes();
+        let end = start + self.lower.len();
+        let before_ok = start == 0 || !bytes[start - 1].is_ascii_alphanumeric();
+        let after_ok = end >= bytes.len() || !bytes[end].is_ascii_alphanumeric();
+        before_ok && after_ok
+    }
 }
 
 /// Byte offset of the first match of `term` in `lower_text` (already lower-cased): substring for
@@ -39,17 +58,11 @@ pub fn find_term(lower_text: &str, term: &Term) -> Option<usize> {
 
 /// Byte offsets of every match of `term` in `lower_text`, as [`find_term`] matches.
 pub fn find_term_all<'a>(lower_text: &'a str, term: &'a Term) -> impl Iterator<Item = usize> + 'a {
-    let bytes = lower_text.as_bytes();
     let pattern = if term.is_empty() { None } else { Some(term.lower.as_str()) };
-    pattern.into_iter().flat_map(move |p| lower_text.match_indices(p).map(|(i, _)| i)).filter(move |&i| {
-        if !term.word {
-            return true;
-        }
-        let end = i + term.lower.len();
-        let before_ok = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
-        let after_ok = end >= bytes.len() || !bytes[end].is_ascii_alphanumeric();
-        before_ok && after_ok
-    })
+    pattern
+        .into_iter()
+        .flat_map(move |p| lower_text.match_indices(p).map(|(i, _)| i))
+        .filter(move |&i| term.matches_at(lower_text, i))
 }
 
 /// An agent's keywords, name and examples, prepared once per registry load.
