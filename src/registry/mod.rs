@@ -473,7 +473,7 @@ impl RegistryHandle {
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         let loaded = crate::config::load(&path)?;
         let handle = Self::new(Registry::from_config(loaded, 1)?);
-        warm_in_background(&handle.load());
+        let _ = warm_in_background(&handle.load());
         Ok(handle)
     }
 
@@ -518,7 +518,7 @@ impl RegistryHandle {
                         self.next_version.fetch_add(1, Ordering::SeqCst);
                         let (added, removed, changed) = diff(&old, &new);
                         let new = Arc::new(new);
-                        warm_in_background(&new);
+                        let _ = warm_in_background(&new);
                         self.current.store(new);
                         ReloadOutcome::Swapped { version, added, removed, changed }
                     }
@@ -564,19 +564,38 @@ fn diff(old: &Registry, new: &Registry) -> (Vec<String>, Vec<String>, Vec<String
 
 /// Embeds the snapshot's card texts for the recognizer's semantic stage on a thread of its own,
 /// so that the first query needing them does not wait (texts of earlier snapshots are reused).
-fn warm_in_background(registry: &Arc<Registry>) {
+/// Warm-ups take turns ([`WARMING`]), and one whose snapshot has been replaced and dropped by
+/// the time its turn comes is skipped: quick successive reloads of a large config embed its new
+/// texts once, not once per reload, and a replaced snapshot is not kept alive for a warm-up.
+/// The thread's result says whether it warmed the snapshot.
+fn warm_in_background(registry: &Arc<Registry>) -> Option<std::thread::JoinHandle<bool>> {
     #[cfg(feature = "semantic")]
     {
-        let registry = registry.clone();
-        let spawned =
-            std::thread::Builder::new().name("semantic-warm".into()).spawn(move || registry.recognizer.warm());
-        if let Err(e) = spawned {
-            tracing::warn!(error = %e, "could not start the semantic warm-up thread; cards are embedded on first use");
+        let snapshot = Arc::downgrade(registry);
+        let spawned = std::thread::Builder::new().name("semantic-warm".into()).spawn(move || {
+            let _turn = WARMING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let Some(registry) = snapshot.upgrade() else { return false };
+            registry.recognizer.warm();
+            true
+        });
+        match spawned {
+            Ok(handle) => Some(handle),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not start the semantic warm-up thread; cards are embedded on first use");
+                None
+            }
         }
     }
     #[cfg(not(feature = "semantic"))]
-    let _ = registry;
+    {
+        let _ = registry;
+        None
+    }
 }
+
+/// Held by the warm-up thread that is embedding (see [`warm_in_background`]).
+#[cfg(feature = "semantic")]
+static WARMING: Mutex<()> = Mutex::new(());
 
 #[cfg(test)]
 mod tests {
@@ -608,6 +627,21 @@ mod tests {
         let hotel = reg.get_enabled("hotel_agent").unwrap();
         assert!(hotel.keys[0].accepts(&Value::String("北京".into())));
         assert!(reg.get("no_such_agent").is_none());
+    }
+
+    #[cfg(feature = "semantic")]
+    #[test]
+    fn a_warm_up_skips_a_snapshot_dropped_before_its_turn() {
+        let registry = || Arc::new(Registry::from_config(load_edited(|t| t).unwrap(), 1).unwrap());
+        let turn = WARMING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (kept, replaced) = (registry(), registry());
+        let warm_kept = warm_in_background(&kept).unwrap();
+        let warm_replaced = warm_in_background(&replaced).unwrap();
+        // The replaced snapshot is dropped while the warm-ups wait for their turn.
+        drop(replaced);
+        drop(turn);
+        assert!(warm_kept.join().unwrap(), "a live snapshot is warmed");
+        assert!(!warm_replaced.join().unwrap(), "a dropped snapshot is not kept alive to be warmed");
     }
 
     #[test]
