@@ -231,3 +231,18 @@ fn prompt_templates_are_read_from_the_config_dir_and_watched() {
     assert!(custom.sources.iter().any(|s| s.ends_with("prompts/intent.md")), "watched for hot reload");
     assert_ne!(custom.hash, builtin.hash, "a prompt edit is a new registry version");
 }
+
+#[test]
+fn compiled_schemas_are_shared_and_invalid_ones_reported_each_time() {
+    let schema = json!({"type": "object", "properties": {"city": {"type": "string", "minLength": 2}}});
+    let first = config::compile_schema(&schema).unwrap();
+    let again = config::compile_schema(&schema.clone()).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&first, &again), "the same schema text gives the same validator");
+    assert!(first.is_valid(&json!({"city": "北京"})));
+    assert!(!first.is_valid(&json!({"city": "x"})));
+    let other = config::compile_schema(&json!({"type": "string"})).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&first, &other));
+    let invalid = json!({"type": 12});
+    assert!(config::compile_schema(&invalid).is_err());
+    assert!(config::compile_schema(&invalid).is_err(), "an invalid schema is not remembered as valid");
+}

@@ -349,7 +349,7 @@ impl<'a> Validators<'a> {
         if let Some(v) = self.compiled.get(&id) {
             return Ok(v.clone());
         }
-        let v = Arc::new(compile_schema(schema).map_err(|m| config_error(self.file_name, pointer, m))?);
+        let v = compile_schema(schema).map_err(|m| config_error(self.file_name, pointer, m))?;
         self.compiled.insert(id, v.clone());
         Ok(v)
     }
