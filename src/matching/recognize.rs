@@ -1533,24 +1533,32 @@ impl EntityIndex {
                 }
             }
         }
-        if let Some(ac) = &self.values {
-            // Per source, its earliest match, the longest one there.
-            let mut first: HashMap<usize, (usize, std::cmp::Reverse<usize>)> = HashMap::new();
-            for m in ac.find_overlapping_iter(&lower.text) {
-                let (term, users) = &self.value_terms[m.pattern().as_usize()];
-                if !term.matches_at(&lower.text, m.start()) {
-                    continue;
-                }
-                let here = (m.start(), std::cmp::Reverse(term.len()));
-                for &src in users {
-                    first.entry(src).and_modify(|best| *best = (*best).min(here)).or_insert(here);
+        let Some(ac) = &self.values else {
+            // No automaton (no value lists, or too large to build one): each list searched alone.
+            for (src, source) in self.sources.iter().enumerate() {
+                if matches!(source.rule, EntityRule::Values(_)) {
+                    out.extend(source.rule.find(text, lower).map(|hit| (src, hit)));
                 }
             }
-            out.extend(first.into_iter().map(|(src, (pos, len))| {
-                let (s, e) = (lower.orig(pos), lower.orig(pos + len.0));
-                (src, (s, e, text[s..e].to_string()))
-            }));
+            out.sort_unstable_by_key(|(src, _)| *src);
+            return out;
+        };
+        // Per source, its earliest match, the longest one there.
+        let mut first: HashMap<usize, (usize, std::cmp::Reverse<usize>)> = HashMap::new();
+        for m in ac.find_overlapping_iter(&lower.text) {
+            let (term, users) = &self.value_terms[m.pattern().as_usize()];
+            if !term.matches_at(&lower.text, m.start()) {
+                continue;
+            }
+            let here = (m.start(), std::cmp::Reverse(term.len()));
+            for &src in users {
+                first.entry(src).and_modify(|best| *best = (*best).min(here)).or_insert(here);
+            }
         }
+        out.extend(first.into_iter().map(|(src, (pos, len))| {
+            let (s, e) = (lower.orig(pos), lower.orig(pos + len.0));
+            (src, (s, e, text[s..e].to_string()))
+        }));
         out.sort_unstable_by_key(|(src, _)| *src);
         out
     }
