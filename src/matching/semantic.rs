@@ -27,12 +27,13 @@
 //! ignored, and the normalizer reads no more than the characters those pieces can span, so the
 //! cost of a call is bounded whatever the length of the text.
 //!
-//! Cost (one core, release build, AVX2): about 0.6–0.8 ms for a short query, 2.5–2.9 ms for 40
-//! words (`cargo bench --bench semantic`); [`Encoder::encode_many`] batches texts into shared
-//! matrix products, about 0.6 ms a short query. The matrix products are register-blocked SIMD
-//! kernels over weights laid out in column panels at load (`PanelProduct`, on `pulp`'s run-time
-//! choice of instruction set). Memory: about 30 MB once loaded (packed embeddings plus `f32`
-//! matrices).
+//! Cost (one core, release build, AVX2): about 0.55–0.7 ms for a short query, 2.2–2.4 ms for
+//! 40 words (`cargo bench --bench semantic`); [`Encoder::encode_many`] batches texts into shared
+//! matrix products. The matrix products are register-blocked SIMD kernels over weights laid out
+//! in column panels at load and kept 8-bit as the file stores them (`quantized`, AVX2 + FMA;
+//! `PanelProduct` over `f32` panels elsewhere, on `pulp`'s run-time choice of instruction set).
+//! Memory: about 20 MB once loaded (packed embeddings plus 8-bit matrices; the `f32` panels are
+//! made only where the 8-bit product is unavailable, 13.5 MB more).
 
 use std::fmt;
 use std::sync::OnceLock;
@@ -166,7 +167,7 @@ const _: fn() = || {
 };
 
 /// The encoder of the weights shipped inside the binary (19 MB), parsed on first use (about
-/// 10 ms in a release build) and kept for the life of the process (about 30 MB).
+/// 10 ms in a release build) and kept for the life of the process (about 20 MB).
 ///
 /// # Panics
 /// Never in practice: the file is included at compile time (`include_bytes!`) and a test parses
@@ -638,26 +639,71 @@ fn rows_mut(buf: &mut [f32], width: usize) -> ArrayViewMut2<'_, f32> {
 struct Matrix {
     k: usize,
     n: usize,
-    panels: Vec<f32>,
+    /// The panels in `f32`; for a matrix read from a weights file, made from the 8-bit ones on
+    /// first use (only where the 8-bit product is not available: debug builds, no AVX2).
+    panels: OnceLock<Vec<f32>>,
+    /// The same panels in 8 bits (as the weights file stores them), when read from one.
+    quantized: Option<Quantized>,
+}
+
+/// 8-bit panels: the value at (row, column) is `panels[..] as f32 * scale[column]`.
+struct Quantized {
+    /// Panel after panel, `k` rows of [`PANEL`] bytes each, then 8 bytes of padding (a row's
+    /// second half is read as 16 bytes from its middle).
+    panels: Vec<i8>,
+    /// Per column, padded with zeros to whole panels.
+    scale: Vec<f32>,
 }
 
 /// Columns of a [`Matrix`] panel.
 const PANEL: usize = 16;
 
+/// `k` × `n` values (`at(row, column)`, `fill` where missing) laid out in panels of [`PANEL`]
+/// columns, the last padded with `fill`.
+fn in_panels<T: Copy>(k: usize, n: usize, fill: T, at: impl Fn(usize, usize) -> Option<T>) -> Vec<T> {
+    let mut panels = Vec::with_capacity(n.div_ceil(PANEL) * k * PANEL);
+    for p in 0..n.div_ceil(PANEL) {
+        for i in 0..k {
+            panels.extend((0..PANEL).map(|j| at(i, p * PANEL + j).unwrap_or(fill)));
+        }
+    }
+    panels
+}
+
 impl Matrix {
+    #[cfg(test)]
     fn new(rows: &ArrayRef2<f32>) -> Matrix {
         let (k, n) = rows.dim();
-        let mut panels = vec![0.0f32; n.div_ceil(PANEL) * k * PANEL];
-        for (p, panel) in panels.chunks_exact_mut(k * PANEL).enumerate() {
-            for (i, out) in panel.chunks_exact_mut(PANEL).enumerate() {
-                for (j, v) in out.iter_mut().enumerate() {
-                    if let Some(&w) = rows.get((i, p * PANEL + j)) {
-                        *v = w;
-                    }
-                }
-            }
-        }
-        Matrix { k, n, panels }
+        let panels = in_panels(k, n, 0.0, |i, j| rows.get((i, j)).copied());
+        Matrix { k, n, panels: OnceLock::from(panels), quantized: None }
+    }
+
+    /// A matrix stored as `k` rows of `n` signed bytes (`q`, row-major) and a scale per column.
+    fn from_quantized(q: &[u8], scale: &[f32], k: usize, n: usize) -> Matrix {
+        let at = |i: usize, j: usize| (j < n).then(|| q.get(i * n + j).map(|&b| b as i8)).flatten();
+        let mut panels = in_panels(k, n, 0i8, at);
+        // A row's second half is read as 16 bytes from its middle.
+        panels.extend([0; PANEL / 2]);
+        let mut scale = scale.to_vec();
+        scale.resize(n.div_ceil(PANEL) * PANEL, 0.0);
+        Matrix { k, n, panels: OnceLock::new(), quantized: Some(Quantized { panels, scale }) }
+    }
+
+    /// The `f32` panels.
+    fn f32_panels(&self) -> &[f32] {
+        self.panels.get_or_init(|| {
+            let Some(q) = &self.quantized else { return Vec::new() };
+            let np = self.n.div_ceil(PANEL);
+            let k = self.k.max(1);
+            q.panels[..np * self.k * PANEL]
+                .chunks_exact(PANEL)
+                .enumerate()
+                .flat_map(|(r, row)| {
+                    let scale = &q.scale[r / k * PANEL..(r / k + 1) * PANEL];
+                    row.iter().zip(scale).map(|(&b, s)| f32::from(b) * s)
+                })
+                .collect()
+        })
     }
 
     fn nrows(&self) -> usize {
@@ -670,25 +716,156 @@ impl Matrix {
 
     /// Panel `p` as a `k` × (its columns) matrix.
     fn panel(&self, p: usize) -> ArrayView2<'_, f32> {
-        let mut view = rows(&self.panels[p * self.k * PANEL..(p + 1) * self.k * PANEL], PANEL);
+        let mut view = rows(&self.f32_panels()[p * self.k * PANEL..(p + 1) * self.k * PANEL], PANEL);
         view.slice_axis_inplace(Axis(1), Slice::from(..PANEL.min(self.n - p * PANEL)));
         view
     }
 }
 
-/// `c += a @ b`, any strides: by [`PanelProduct`], or where it declines (no SIMD, rows not
-/// contiguous, a width not whole panels) by matrixmultiply's sgemm (through ndarray's
-/// `general_mat_mul`) a panel at a time. sgemm copies `b` into its own panels on every call: for
-/// one query's few tokens that copy of the weights cost as much as the product (1.3 ms an
-/// encoding with sgemm alone, 0.6–0.8 ms now; a 40-word text 3.0 → 2.5–2.9 ms). Unoptimized
+/// `c += a @ b`, any strides: over the 8-bit panels (x86-64 with AVX2 + FMA), else by
+/// [`PanelProduct`], or where that declines too (no SIMD, rows not contiguous, a width not whole
+/// panels) by matrixmultiply's sgemm (through ndarray's `general_mat_mul`) a panel at a time.
+/// sgemm copies `b` into its own panels on every call: for one query's few tokens that copy of
+/// the weights cost as much as the product (1.3 ms an encoding with sgemm alone, 0.6–0.8 ms over
+/// `f32` panels, 0.55–0.7 ms over 8-bit ones; a 40-word text 3.0 → 2.2–2.4 ms). Unoptimized
 /// builds (the debug test suite) always take sgemm: there every SIMD operation of the kernel is
 /// a function call.
 fn matmul(a: &ArrayRef2<f32>, b: &Matrix, c: &mut ArrayRef2<f32>) {
-    if cfg!(debug_assertions) || !PanelProduct::run(a, b, c) {
+    if cfg!(debug_assertions) || !(quantized::run(a, b, c) || PanelProduct::run(a, b, c)) {
         for p in 0..b.n.div_ceil(PANEL) {
             let cols = p * PANEL..(p * PANEL + PANEL).min(b.n);
             general_mat_mul(1.0, a, &b.panel(p), 1.0, &mut c.slice_axis_mut(Axis(1), Slice::from(cols)));
         }
+    }
+}
+
+/// `c += a @ b` over `b`'s 8-bit panels on x86-64 with AVX2 + FMA (a quarter of the memory
+/// traffic of the `f32` panels: the encoder is bound by reading its weights): bytes widened to
+/// `f32` in registers, sums scaled per column at the end. Declines (false, `c` untouched) without
+/// those instructions, 8-bit panels or contiguous rows.
+#[cfg(target_arch = "x86_64")]
+mod quantized {
+    use ndarray::ArrayRef2;
+    use pulp::x86::V3;
+    use pulp::{f32x8, i8x16};
+
+    use super::{Matrix, Quantized, BLOCK_ROWS, PANEL};
+
+    pub(super) fn run(a: &ArrayRef2<f32>, b: &Matrix, c: &mut ArrayRef2<f32>) -> bool {
+        let (Some(v3), Some(q)) = (V3::try_new(), b.quantized.as_ref()) else { return false };
+        if b.k == 0 || b.n % PANEL != 0 || a.ncols() != b.k || c.ncols() != b.n {
+            return false;
+        }
+        let a_rows: Option<Vec<&[f32]>> = a.rows().into_iter().map(|r| r.to_slice()).collect();
+        let c_rows: Option<Vec<&mut [f32]>> = c.rows_mut().into_iter().map(|r| r.into_slice()).collect();
+        let (Some(a), Some(c)) = (a_rows, c_rows) else { return false };
+        pulp::Simd::vectorize(v3, Product { v3, a, c, q, k: b.k });
+        true
+    }
+
+    struct Product<'a> {
+        v3: V3,
+        a: Vec<&'a [f32]>,
+        c: Vec<&'a mut [f32]>,
+        q: &'a Quantized,
+        k: usize,
+    }
+
+    impl pulp::WithSimd for Product<'_> {
+        type Output = ();
+
+        #[inline(always)]
+        fn with_simd<S: pulp::Simd>(self, _: S) {
+            let Product { v3, a, mut c, q, k } = self;
+            let panels = q.panels.len() / (k * PANEL).max(1);
+            let (mut a, mut c) = (a.as_slice(), c.as_mut_slice());
+            let mut nonzero = Vec::new();
+            while !a.is_empty() {
+                let take = a.len().min(BLOCK_ROWS);
+                let (a_block, a_rest) = a.split_at(take);
+                let (c_block, c_rest) = c.split_at_mut(take);
+                for p in 0..panels {
+                    match take {
+                        4 => block::<4>(v3, a_block, q, k, c_block, p),
+                        3 => block::<3>(v3, a_block, q, k, c_block, p),
+                        2 => block::<2>(v3, a_block, q, k, c_block, p),
+                        _ => {
+                            if p == 0 {
+                                nonzero.clear();
+                                nonzero.extend(
+                                    a_block[0].iter().enumerate().filter(|(_, x)| **x != 0.0).map(|(i, &x)| (i, x)),
+                                );
+                            }
+                            sparse(v3, &nonzero, q, k, c_block, p);
+                        }
+                    }
+                }
+                (a, c) = (a_rest, c_rest);
+            }
+        }
+    }
+
+    /// Row `i` of panel `p`: its 16 weights as two vectors of 8 (unscaled).
+    #[inline(always)]
+    fn weights(v3: V3, q: &Quantized, k: usize, p: usize, i: usize) -> [f32x8; 2] {
+        let at = (p * k + i) * PANEL;
+        let half = |from: usize| {
+            let bytes: [i8; 16] = q.panels[from..from + 16].try_into().unwrap_or([0; 16]);
+            v3.convert_i32x8_to_f32x8(v3.convert_i8x16_to_i32x8(pulp::cast::<[i8; 16], i8x16>(bytes)))
+        };
+        [half(at), half(at + PANEL / 2)]
+    }
+
+    /// `c[r][panel p] += scale * sums`, the sums of the block's rows.
+    #[inline(always)]
+    fn store<const R: usize>(v3: V3, acc: &[[f32x8; 2]; R], q: &Quantized, c: &mut [&mut [f32]], p: usize) {
+        let at = p * PANEL;
+        for (sums, row) in acc.iter().zip(c.iter_mut()) {
+            for (h, sum) in sums.iter().enumerate() {
+                let cols = at + h * 8..at + h * 8 + 8;
+                let scale: [f32; 8] = q.scale[cols.clone()].try_into().unwrap_or([0.0; 8]);
+                let old: [f32; 8] = row[cols.clone()].try_into().unwrap_or([0.0; 8]);
+                let new = v3.mul_add_f32x8(*sum, pulp::cast(scale), pulp::cast(old));
+                row[cols].copy_from_slice(&pulp::cast::<f32x8, [f32; 8]>(new));
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn block<const R: usize>(v3: V3, a: &[&[f32]], q: &Quantized, k: usize, c: &mut [&mut [f32]], p: usize) {
+        let zero = v3.splat_f32x8(0.0);
+        let mut acc = [[zero; 2]; R];
+        let a: [&[f32]; R] = std::array::from_fn(|r| a[r]);
+        for i in 0..k {
+            let [lo, hi] = weights(v3, q, k, p, i);
+            for (sums, row) in acc.iter_mut().zip(&a) {
+                let x = v3.splat_f32x8(row[i]);
+                sums[0] = v3.mul_add_f32x8(x, lo, sums[0]);
+                sums[1] = v3.mul_add_f32x8(x, hi, sums[1]);
+            }
+        }
+        store::<R>(v3, &acc, q, c, p);
+    }
+
+    /// One row given as its non-zero `(index, value)` pairs.
+    #[inline(always)]
+    fn sparse(v3: V3, nonzero: &[(usize, f32)], q: &Quantized, k: usize, c: &mut [&mut [f32]], p: usize) {
+        let zero = v3.splat_f32x8(0.0);
+        let mut acc = [[zero; 2]; 1];
+        for &(i, x) in nonzero {
+            let [lo, hi] = weights(v3, q, k, p, i);
+            let x = v3.splat_f32x8(x);
+            acc[0][0] = v3.mul_add_f32x8(x, lo, acc[0][0]);
+            acc[0][1] = v3.mul_add_f32x8(x, hi, acc[0][1]);
+        }
+        store::<1>(v3, &acc, q, c, p);
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod quantized {
+    pub(super) fn run(_: &ndarray::ArrayRef2<f32>, _: &super::Matrix, _: &mut ndarray::ArrayRef2<f32>) -> bool {
+        false
     }
 }
 
@@ -729,7 +906,8 @@ impl pulp::WithSimd for PanelProduct<'_> {
             return false;
         }
         let k = self.b.nrows();
-        let panels: Vec<&[S::f32s]> = self.b.panels.chunks_exact(k * PANEL).map(|p| S::as_simd_f32s(p).0).collect();
+        let panels: Vec<&[S::f32s]> =
+            self.b.f32_panels().chunks_exact((k * PANEL).max(1)).map(|p| S::as_simd_f32s(p).0).collect();
         let (mut a, mut c) = (self.a.as_slice(), self.c);
         let mut c = c.as_mut_slice();
         let mut nonzero = Vec::new();
@@ -924,12 +1102,7 @@ impl<'a> Reader<'a> {
         }
         let q = self.take(rows.saturating_mul(cols), name)?;
         let scale = self.f32s(cols, name)?;
-        let mut data = Vec::with_capacity(q.len());
-        for row in q.chunks_exact(cols) {
-            data.extend(row.iter().zip(&scale).map(|(&q, s)| f32::from(i8::from_le_bytes([q])) * s));
-        }
-        let rows = Array2::from_shape_vec((rows, cols), data).map_err(|e| inconsistent(format!("{name}: {e}")))?;
-        Ok(Matrix::new(&rows))
+        Ok(Matrix::from_quantized(q, &scale, rows, cols))
     }
 
     /// An `f32` vector of `len` values (stored as `len` × 1).
@@ -1069,6 +1242,40 @@ mod tests {
         let mut c = Array2::zeros((2, 20));
         matmul(&a, &b, &mut c);
         assert_eq!(c, Array2::from_elem((2, 20), 3.0));
+    }
+
+    #[test]
+    fn the_quantized_product_matches_sgemm() {
+        let mut state = 0x9e37_79b9_u32;
+        let mut next = move || {
+            state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (state >> 24) as u8
+        };
+        for (m, k, n) in [(1, 40, 64), (2, 17, 16), (3, 33, 80), (4, 8, 32), (5, 64, 48), (9, 20, 96)] {
+            let q: Vec<u8> = (0..k * n).map(|_| next()).collect();
+            let scale: Vec<f32> = (0..n).map(|j| 0.001 * (j % 7 + 1) as f32).collect();
+            let b = Matrix::from_quantized(&q, &scale, k, n);
+            let b_rows = Array2::from_shape_fn((k, n), |(i, j)| f32::from(q[i * n + j] as i8) * scale[j]);
+            // Activations with zeros, as after a ReLU.
+            let a = Array2::from_shape_fn(
+                (m, k),
+                |(r, i)| if (r + i) % 3 == 0 { 0.0 } else { (next() as f32 - 128.0) / 64.0 },
+            );
+            let wide = Array2::from_shape_fn((m, n + 16), |(r, j)| (r * 7 + j) as f32 / 10.0);
+            let mut expected = wide.clone();
+            general_mat_mul(1.0, &a, &b_rows, 1.0, &mut expected.slice_axis_mut(Axis(1), Slice::from(8..8 + n)));
+            let mut got = wide.clone();
+            if !quantized::run(&a, &b, &mut got.slice_axis_mut(Axis(1), Slice::from(8..8 + n))) {
+                assert_eq!(got, wide, "declined: c untouched");
+                continue;
+            }
+            for (g, e) in got.iter().zip(&expected) {
+                assert!((g - e).abs() <= 1e-4 * (1.0 + e.abs()), "{m}x{k}x{n}: {g} vs {e}");
+            }
+        }
+        // A matrix not read from a weights file has no 8-bit panels: declined.
+        let (a, b) = (Array2::<f32>::ones((2, 3)), Matrix::new(&Array2::ones((3, 16))));
+        assert!(!quantized::run(&a, &b, &mut Array2::zeros((2, 16))));
     }
 
     #[test]
