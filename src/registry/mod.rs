@@ -520,12 +520,7 @@ impl RegistryHandle {
                         let _ = warm_in_background(&new);
                         // The status before the swap: whoever sees the new version sees no
                         // error of an earlier attempt.
-                        self.record(&ReloadOutcome::Swapped {
-                            version,
-                            added: vec![],
-                            removed: vec![],
-                            changed: vec![],
-                        });
+                        self.record(Ok(true));
                         self.current.store(new.clone());
                         // Served first, then the report (every card serialized, old and new:
                         // ~5 ms at 1,000 cards).
@@ -537,23 +532,25 @@ impl RegistryHandle {
             }
             Err(ConfigErrors(errors)) => ReloadOutcome::Rejected { version: old.version, errors },
         };
-        if !matches!(outcome, ReloadOutcome::Swapped { .. }) {
-            self.record(&outcome);
+        match &outcome {
+            ReloadOutcome::Swapped { .. } => {} // recorded before the swap
+            ReloadOutcome::Unchanged { .. } => self.record(Ok(false)),
+            ReloadOutcome::Rejected { errors, .. } => self.record(Err(errors)),
         }
         outcome
     }
 
-    /// Counts `outcome` in the reload status (`GET /v1/config`).
-    fn record(&self, outcome: &ReloadOutcome) {
+    /// Counts an attempt in the reload status (`GET /v1/config`): `Ok(swapped)` or the errors
+    /// that rejected it.
+    fn record(&self, attempt: Result<bool, &Vec<ConfigError>>) {
         if let Ok(mut st) = self.status.lock() {
             st.last_attempt_at = Some(chrono::Utc::now().to_rfc3339());
-            match outcome {
-                ReloadOutcome::Swapped { .. } => {
-                    st.reloads_ok += 1;
+            match attempt {
+                Ok(swapped) => {
+                    st.reloads_ok += u64::from(swapped);
                     st.last_error = None;
                 }
-                ReloadOutcome::Unchanged { .. } => st.last_error = None,
-                ReloadOutcome::Rejected { errors, .. } => {
+                Err(errors) => {
                     st.reloads_failed += 1;
                     st.last_error = Some(errors.clone());
                 }
