@@ -492,32 +492,48 @@ impl Recognizer {
             by_meaning: false,
             topical: ranked.topical,
         };
+        // The spans that name no task, found once per query and only if the stage needs them.
+        #[cfg(feature = "semantic")]
+        let no_task = std::cell::OnceCell::new();
+        #[cfg(feature = "semantic")]
+        let has_content =
+            |span| self.has_content(&parts, no_task.get_or_init(|| self.no_task_spans(query, &norm, &parts)), span);
         #[cfg(feature = "semantic")]
         {
-            let content = || self.has_content(query, &norm, &parts, (0, query.len()));
+            let content = || has_content((0, query.len()));
             self.semantic_stage(query, any_selected, topics, !parts.cues.is_empty(), content, &mut recognition);
         }
         #[cfg(feature = "semantic")]
         if any_selected {
-            // A request joined by "and also / 另外 / 还有 …" whose clause found no card: its card
-            // by meaning ("…, and the water's been cut off since noon").
-            for ((o, t), &(_, _, requested)) in outcomes.iter().zip(&clause_topics).zip(&clauses) {
-                let (cs, ce) = (o.clause.start, o.clause.end);
-                let cue = parts.cues.iter().any(|c| (cs..ce).contains(&norm.orig(c.start)));
-                if requested
-                    && o.selected.is_empty()
-                    && !o.negated
-                    && !cue
-                    && t.unknown <= t.known
-                    && self.has_content(query, &norm, &parts, (cs, ce))
-                {
-                    self.clause_by_meaning(&query[cs..ce], cs, &mut recognition);
-                }
-            }
+            let joined = outcomes.iter().zip(&clause_topics).zip(&clauses).map(|((o, t), c)| (o, *t, c.2));
+            self.joined_clauses_by_meaning(query, &norm, &parts, joined, has_content, &mut recognition);
         }
         #[cfg(not(feature = "semantic"))]
         let _ = topics;
         recognition
+    }
+
+    /// A request joined by "and also / 另外 / 还有 …" (`requested`) whose clause found no card,
+    /// negated nothing and holds no cue: its card by meaning ("…, and the water's been cut off
+    /// since noon"), when the clause has content and is not more about topics no card covers.
+    #[cfg(feature = "semantic")]
+    fn joined_clauses_by_meaning<'o>(
+        &self,
+        query: &str,
+        norm: &Normalized,
+        parts: &QueryParts,
+        clauses: impl Iterator<Item = (&'o ClauseOutcome, Topics, bool)>,
+        has_content: impl Fn((usize, usize)) -> bool,
+        recognition: &mut Recognition,
+    ) {
+        for (o, t, requested) in clauses {
+            let (cs, ce) = (o.clause.start, o.clause.end);
+            let cue = parts.cues.iter().any(|c| (cs..ce).contains(&norm.orig(c.start)));
+            if requested && o.selected.is_empty() && !o.negated && !cue && t.unknown <= t.known && has_content((cs, ce))
+            {
+                self.clause_by_meaning(&query[cs..ce], cs, recognition);
+            }
+        }
     }
 
     /// The semantic stage ([`super::semantic_stage`]), after the lexical one:
@@ -565,13 +581,28 @@ impl Recognizer {
         }
     }
 
-    /// Whether the query names anything beyond generic actions, values and when: a word or a
-    /// topic outside the spans of generic concepts (订, book, status), of values the cards'
-    /// extractors recognize (a city, a flight number) and of dates, and no word of a key's
-    /// description (入住 of 入住日期). "帮我订一下", "北京" and "北京，明天入住" name no task: the
-    /// semantic stage leaves them to the lexical one.
+    /// Whether `span` of the query names anything beyond generic actions, values and when: a
+    /// word or a topic outside `no_task`, the query's [`no_task_spans`](Self::no_task_spans).
+    /// "帮我订一下", "北京" and "北京，明天入住" name no task: the semantic stage leaves them to the
+    /// lexical one.
     #[cfg(feature = "semantic")]
-    fn has_content(&self, query: &str, norm: &Normalized, parts: &QueryParts, span: (usize, usize)) -> bool {
+    fn has_content(&self, parts: &QueryParts, no_task: &[(usize, usize)], span: (usize, usize)) -> bool {
+        let inside = |t: &Token| no_task.iter().any(|&(s, e)| t.start >= s && t.end <= e);
+        parts.tokens.iter().filter(|t| t.start >= span.0 && t.end <= span.1).any(|t| {
+            let named = match t.kind {
+                TokKind::Concept => !self.generic.contains(&t.term),
+                TokKind::Word => true,
+                TokKind::Bigram | TokKind::Char => false,
+            };
+            named && !inside(t)
+        })
+    }
+
+    /// The query's spans (byte offsets) that name no task: generic concepts (订, book, status),
+    /// dates and times, values the cards' extractors recognize (a city, a flight number), and
+    /// words of a key's description (入住 of 入住日期).
+    #[cfg(feature = "semantic")]
+    fn no_task_spans(&self, query: &str, norm: &Normalized, parts: &QueryParts) -> Vec<(usize, usize)> {
         let mut outside: Vec<(usize, usize)> = parts
             .tokens
             .iter()
@@ -587,15 +618,7 @@ impl Recognizer {
                 .filter(|t| t.kind == TokKind::Word && self.slot_terms.contains(&t.term))
                 .map(|t| (t.start, t.end)),
         );
-        let inside = |t: &Token| outside.iter().any(|&(s, e)| t.start >= s && t.end <= e);
-        parts.tokens.iter().filter(|t| t.start >= span.0 && t.end <= span.1).any(|t| {
-            let named = match t.kind {
-                TokKind::Concept => !self.generic.contains(&t.term),
-                TokKind::Word => true,
-                TokKind::Bigram | TokKind::Char => false,
-            };
-            named && !inside(t)
-        })
+        outside
     }
 
     /// The semantic stage for one clause of a query whose other clauses selected cards: the
@@ -1872,7 +1895,6 @@ fn select(out: &mut [ClauseScore]) {
     }
 }
 
-/// The recognition's three lists, before the clauses and unhandled parts are added.
 /// Topics (lexicon concepts, not generic ones) of a query's clauses.
 #[derive(Debug, Default, Clone, Copy)]
 struct Topics {
@@ -1882,6 +1904,7 @@ struct Topics {
     known: usize,
 }
 
+/// The recognition's three lists, before the clauses and unhandled parts are added.
 struct Ranked {
     selected: Vec<Selected>,
     uncertain: Vec<CardScore>,

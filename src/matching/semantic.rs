@@ -749,16 +749,11 @@ mod quantized {
     use pulp::x86::V3;
     use pulp::{f32x8, i8x16};
 
-    use super::{Matrix, Quantized, BLOCK_ROWS, PANEL};
+    use super::{non_zero, operands, Matrix, Quantized, BLOCK_ROWS, PANEL};
 
     pub(super) fn run(a: &ArrayRef2<f32>, b: &Matrix, c: &mut ArrayRef2<f32>) -> bool {
         let (Some(v3), Some(q)) = (V3::try_new(), b.quantized.as_ref()) else { return false };
-        if b.k == 0 || b.n % PANEL != 0 || a.ncols() != b.k || c.ncols() != b.n {
-            return false;
-        }
-        let a_rows: Option<Vec<&[f32]>> = a.rows().into_iter().map(|r| r.to_slice()).collect();
-        let c_rows: Option<Vec<&mut [f32]>> = c.rows_mut().into_iter().map(|r| r.into_slice()).collect();
-        let (Some(a), Some(c)) = (a_rows, c_rows) else { return false };
+        let Some((a, c)) = operands(a, b, c) else { return false };
         pulp::Simd::vectorize(v3, Product { v3, a, c, q, k: b.k });
         true
     }
@@ -777,7 +772,7 @@ mod quantized {
         #[inline(always)]
         fn with_simd<S: pulp::Simd>(self, _: S) {
             let Product { v3, a, mut c, q, k } = self;
-            let panels = q.panels.len() / (k * PANEL).max(1);
+            let panels = q.panels.len() / (k * PANEL);
             let (mut a, mut c) = (a.as_slice(), c.as_mut_slice());
             let mut nonzero = Vec::new();
             while !a.is_empty() {
@@ -791,10 +786,7 @@ mod quantized {
                         2 => block::<2>(v3, a_block, q, k, c_block, p),
                         _ => {
                             if p == 0 {
-                                nonzero.clear();
-                                nonzero.extend(
-                                    a_block[0].iter().enumerate().filter(|(_, x)| **x != 0.0).map(|(i, &x)| (i, x)),
-                                );
+                                non_zero(a_block[0], &mut nonzero);
                             }
                             sparse(v3, &nonzero, q, k, c_block, p);
                         }
@@ -884,17 +876,33 @@ struct PanelProduct<'a> {
 }
 
 impl<'a> PanelProduct<'a> {
-    /// Runs the product if the rows of `a` and `c` are contiguous, `n` is whole panels and SIMD
-    /// is available; false (and `c` untouched) otherwise.
+    /// Runs the product if [`operands`] has them and SIMD is available; false (and `c`
+    /// untouched) otherwise.
     fn run(a: &'a ArrayRef2<f32>, b: &'a Matrix, c: &'a mut ArrayRef2<f32>) -> bool {
-        if b.n % PANEL != 0 || a.ncols() != b.k || c.ncols() != b.n {
-            return false;
-        }
-        let a_rows: Option<Vec<&[f32]>> = a.rows().into_iter().map(|r| r.to_slice()).collect();
-        let c_rows: Option<Vec<&mut [f32]>> = c.rows_mut().into_iter().map(|r| r.into_slice()).collect();
-        let (Some(a), Some(c)) = (a_rows, c_rows) else { return false };
+        let Some((a, c)) = operands(a, b, c) else { return false };
         pulp::Arch::new().dispatch(PanelProduct { a, c, b })
     }
+}
+
+/// The rows of `a` and of `c`, as slices.
+type Operands<'a> = (Vec<&'a [f32]>, Vec<&'a mut [f32]>);
+
+/// The rows of `a` and `c` as slices, for the panel kernels: `None` unless every row is
+/// contiguous, the shapes agree with `b` and `b` is whole panels (`b.k` > 0).
+fn operands<'a>(a: &'a ArrayRef2<f32>, b: &Matrix, c: &'a mut ArrayRef2<f32>) -> Option<Operands<'a>> {
+    if b.k == 0 || b.n % PANEL != 0 || a.ncols() != b.k || c.ncols() != b.n {
+        return None;
+    }
+    let a_rows = a.rows().into_iter().map(|r| r.to_slice()).collect::<Option<Vec<_>>>()?;
+    let c_rows = c.rows_mut().into_iter().map(|r| r.into_slice()).collect::<Option<Vec<_>>>()?;
+    Some((a_rows, c_rows))
+}
+
+/// `row`'s non-zero values with their indices, into `out` (cleared first): a lone row's
+/// product skips the zeros (a ReLU output is about half zeros).
+fn non_zero(row: &[f32], out: &mut Vec<(usize, f32)>) {
+    out.clear();
+    out.extend(row.iter().enumerate().filter(|(_, x)| **x != 0.0).map(|(i, &x)| (i, x)));
 }
 
 impl pulp::WithSimd for PanelProduct<'_> {
@@ -907,7 +915,7 @@ impl pulp::WithSimd for PanelProduct<'_> {
         }
         let k = self.b.nrows();
         let panels: Vec<&[S::f32s]> =
-            self.b.f32_panels().chunks_exact((k * PANEL).max(1)).map(|p| S::as_simd_f32s(p).0).collect();
+            self.b.f32_panels().chunks_exact(k * PANEL).map(|p| S::as_simd_f32s(p).0).collect();
         let (mut a, mut c) = (self.a.as_slice(), self.c);
         let mut c = c.as_mut_slice();
         let mut nonzero = Vec::new();
@@ -920,10 +928,9 @@ impl pulp::WithSimd for PanelProduct<'_> {
                 3 => panels_by::<S, 3, 2>(simd, a_block, &panels, c_block),
                 2 => panels_by::<S, 2, 2>(simd, a_block, &panels, c_block),
                 _ => {
-                    // A lone row (a sentence-level layer): only its non-zero values (a ReLU output
-                    // is about half zeros), four panels at a time for independent sums.
-                    nonzero.clear();
-                    nonzero.extend(a_block[0].iter().enumerate().filter(|(_, x)| **x != 0.0).map(|(i, &x)| (i, x)));
+                    // A lone row (a sentence-level layer): only its non-zero values, four panels
+                    // at a time for independent sums.
+                    non_zero(a_block[0], &mut nonzero);
                     let mut groups = panels.chunks_exact(4);
                     let mut first = 0;
                     for group in groups.by_ref() {
