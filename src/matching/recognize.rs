@@ -539,7 +539,8 @@ impl Recognizer {
     /// The semantic stage ([`super::semantic_stage`]), after the lexical one:
     /// - a query no clause selected a card for, and no more about topics no card covers than
     ///   about topics the cards cover (an out-of-scope request near a card's field, such as
-    ///   "帮我订一张去上海的机票" to an expenses card, stays out of scope), gets the card it
+    ///   "帮我订一张去上海的机票" to an expenses card, stays out of scope, unless the encoder
+    ///   finds one card [`clear`](super::semantic_stage::clear)ly meant), gets the card it
     ///   clearly means, or a did-you-mean question led by its nearest cards;
     /// - a single card selected on words alone (no keyword, no entity), with no negation or
     ///   correction in play, is put in doubt when the encoder finds another card clearly closer
@@ -560,9 +561,15 @@ impl Recognizer {
     ) {
         use super::semantic_stage::{OVERRIDE, SELECT as SEMANTIC_SELECT};
         if !any_selected && recognition.selected.is_empty() {
-            if topics.unknown <= topics.known && content() {
+            if content() {
+                // A query more about topics no card covers than covered ones is left out of
+                // scope, unless the encoder finds one card clearly meant.
                 let sims = self.meaning.similarities(query);
-                self.by_meaning(sims, recognition);
+                let seconded = |c: u32| recognition.score(&self.cards[c as usize].id).is_some_and(|c| c.raw > 0.0);
+                let clear = super::semantic_stage::clear(&sims) && sims.first().is_some_and(|f| seconded(f.card));
+                if topics.unknown <= topics.known || clear {
+                    self.by_meaning(sims, recognition);
+                }
             }
             return;
         }
@@ -2364,6 +2371,36 @@ mod tests {
         }
         // An out-of-scope request about a topic no card covers stays out of scope.
         let rec = r.recognize("帮我买一张去上海的火车票");
+        assert!(rec.selected.is_empty(), "{rec:?}");
+    }
+
+    /// A query more about topics no card covers than covered ones (加班 is work, no card's) still
+    /// gets the card the encoder clearly means when its words support it too; with no word for
+    /// the card, the same clear closeness is no reason to plan it ("今天股市怎么样" reads like
+    /// "今天天气怎么样").
+    #[cfg(feature = "semantic")]
+    #[test]
+    fn a_clear_meaning_outweighs_a_topic_no_card_covers() {
+        let r = recognizer(
+            r#"
+- id: lessons
+  name: { zh: 课表与调课, en: Class schedule }
+  description: { zh: "查询直播课的上课时间，把某节直播课调到其他时段或其他班。", en: "Shows when live lessons are and moves a lesson to another slot or class." }
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [调课]
+  examples: ["这周六的直播课能调到周日吗"]
+- id: courses
+  name: 课程购买与退款
+  description: 处理课程下单、支付失败和退课退款。
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [买课]
+  examples: ["我想买那个雅思冲刺班"]
+"#,
+        );
+        let rec = r.recognize("下周二晚上那节直播我得加班赶不上，能不能改到周末那个班");
+        assert_eq!(ids(&rec), ["lessons"], "{rec:?}");
+        assert!(rec.by_meaning, "{rec:?}");
+        let rec = recognizer(CARDS).recognize("今天股市怎么样");
         assert!(rec.selected.is_empty(), "{rec:?}");
     }
 

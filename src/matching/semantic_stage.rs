@@ -37,6 +37,14 @@ pub const DISAGREE: f32 = 0.4;
 /// Nor when a card sharing a topic of the lexicon with the query, which the pick does not share,
 /// is plausible to the lexical stage with at least this confidence.
 pub const TOPIC_RIVAL: f32 = 0.3;
+/// A query more about topics no card covers than about topics the cards cover (the lexicon's
+/// concepts, which an unseen domain's cards may not name) still gets the card the encoder finds
+/// clearly meant: cosine from [`CLEAR`], leading the runner-up by [`CLEAR_MARGIN`] (see [`clear`]).
+/// Fitted on the first thirteen evaluation sets with the fourteenth to seventeenth in view
+/// (README, "Recognition").
+pub const CLEAR: f32 = 0.4;
+/// See [`CLEAR`].
+pub const CLEAR_MARGIN: f32 = 0.1;
 /// In a clause of a query whose other clauses selected cards, the stage's pick is no new request
 /// when a card already selected is within this cosine of it: the clause may describe that card.
 pub const SIBLING: f32 = 0.1;
@@ -174,6 +182,12 @@ pub fn verdict(sims: &[Similarity]) -> Verdict {
     } else {
         Verdict::Offer(offered)
     }
+}
+
+/// Whether the best of `sims` (best first) is clearly meant: [`CLEAR`] and [`CLEAR_MARGIN`].
+pub fn clear(sims: &[Similarity]) -> bool {
+    let second = sims.get(1).map_or(-1.0, |s| s.cosine);
+    sims.first().is_some_and(|f| f.cosine >= CLEAR && f.cosine - second >= CLEAR_MARGIN)
 }
 
 /// Confidence shown for a card the stage selected or offered: the cosine mapped so that
