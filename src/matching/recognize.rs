@@ -468,6 +468,8 @@ impl Recognizer {
                 }
             }
         }
+        #[cfg(feature = "semantic")]
+        let picks = picks(&scored, &clauses, &norm);
         for (clause, sc) in scored {
             outcomes.push(ClauseOutcome::of(clause, &sc));
             merge(&mut per_card, sc, outcomes.len() - 1);
@@ -500,6 +502,7 @@ impl Recognizer {
             |span| self.has_content(&parts, no_task.get_or_init(|| self.no_task_spans(query, &norm, &parts)), span);
         #[cfg(feature = "semantic")]
         {
+            self.drop_weak_companions(query, &picks, &mut recognition);
             let content = || has_content((0, query.len()));
             self.semantic_stage(query, any_selected, topics, !parts.cues.is_empty(), content, &mut recognition);
         }
@@ -534,6 +537,55 @@ impl Recognizer {
                 self.clause_by_meaning(&query[cs..ce], cs, recognition);
             }
         }
+    }
+
+    /// Of several cards the lexical stage selected, drops each one that
+    /// - has no keyword or entity of its own,
+    /// - was selected only in clauses no connective makes a request of their own ("然后 / 另外 /
+    ///   and also …" before it, or after it but for English "and" and "then"),
+    /// - is further in meaning from the whole query than the best selected card by
+    ///   [`COMPANION`](super::semantic_stage::COMPANION),
+    /// - and is not the card its clause is closest to in meaning:
+    ///
+    /// a word of its field in a sentence about something else ("The teacher took points off
+    /// question 7" asks about a grade, not about loyalty points). `picks` are `(card, clause,
+    /// a request of its own)` of every clause selection.
+    #[cfg(feature = "semantic")]
+    fn drop_weak_companions(&self, query: &str, picks: &[(u32, Clause, bool)], recognition: &mut Recognition) {
+        use super::semantic_stage::COMPANION;
+        if recognition.selected.len() < 2 {
+            return;
+        }
+        let strong = |id: &str| {
+            recognition.score(id).is_some_and(|c| {
+                c.evidence.iter().any(|e| matches!(e, Evidence::Keyword { .. } | Evidence::Entity { .. }))
+            })
+        };
+        let index = |id: &str| self.cards.iter().position(|c| c.id == id).map(|i| i as u32);
+        let weak: Vec<u32> = recognition
+            .selected
+            .iter()
+            .filter(|s| !strong(&s.id))
+            .filter_map(|s| index(&s.id))
+            .filter(|&card| picks.iter().any(|p| p.0 == card) && !picks.iter().any(|p| p.0 == card && p.2))
+            .collect();
+        if weak.is_empty() {
+            return;
+        }
+        let sims = self.meaning.similarities(query);
+        let cosine = |card: u32| sims.iter().find(|s| s.card == card).map_or(-1.0, |s| s.cosine);
+        let best = recognition.selected.iter().filter_map(|s| index(&s.id)).map(cosine).fold(-1.0, f32::max);
+        let dropped: Vec<u32> = weak
+            .into_iter()
+            .filter(|&card| cosine(card) < best - COMPANION)
+            .filter(|&card| {
+                picks.iter().filter(|p| p.0 == card).all(|p| {
+                    let clause = self.meaning.similarities(&query[p.1.start..p.1.end]);
+                    clause.first().is_some_and(|s| s.card != card)
+                })
+            })
+            .collect();
+        recognition.selected.retain(|s| index(&s.id).is_none_or(|i| !dropped.contains(&i)));
     }
 
     /// The semantic stage ([`super::semantic_stage`]), after the lexical one:
@@ -1936,6 +1988,43 @@ impl ClauseOutcome {
     }
 }
 
+/// Connectives adding a request ("A, and also B"): both sides are requests of their own.
+static ADDS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"然后|顺便|另外|还有|并且|同时|而且|以及|再帮|再给|再查|再订|再看|再安排|\b(?:and|then|also|plus|as well as)\b")
+        .expect("static regex")
+});
+
+/// The connectives of [`ADDS`] but English "and" and "then", which also join the sentences of a
+/// story ("it spins forever and then shows error 1003").
+#[cfg(feature = "semantic")]
+static ALSO: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"然后|顺便|另外|还有|并且|同时|而且|以及|再帮|再给|再查|再订|再看|再安排|\b(?:also|plus|as well as)\b")
+        .expect("static regex")
+});
+
+/// `(card, clause, a request of its own)` of every card a clause selected: a clause is a request
+/// of its own when a connective of [`ADDS`] introduces it or one of [`ALSO`] follows it (`clauses`
+/// in `norm`'s offsets, as [`split_clauses`] gives them).
+#[cfg(feature = "semantic")]
+fn picks(
+    scored: &[(Clause, Vec<ClauseScore>)],
+    clauses: &[(usize, usize, bool)],
+    norm: &Normalized,
+) -> Vec<(u32, Clause, bool)> {
+    let between = |i: usize| &norm.text[clauses[i - 1].1..clauses[i].0];
+    let own = |i: usize| {
+        (i > 0 && ADDS.is_match(between(i))) || (i + 1 < clauses.len() && ALSO.is_match(between(i + 1)))
+    };
+    scored
+        .iter()
+        .enumerate()
+        .flat_map(|(i, (clause, sc))| {
+            let added = own(i);
+            sc.iter().filter(|x| x.selected).map(move |x| (x.card, *clause, added))
+        })
+        .collect()
+}
+
 /// Whether the text between two spans of a clause coordinates them (和 / 跟 / 与 / 及 / 、 /
 /// and / & / plus / as well as), with nothing but short filler besides.
 fn coordinated(query: &str, a: (usize, usize), b: (usize, usize)) -> bool {
@@ -2144,10 +2233,6 @@ fn round2(x: f32) -> f32 {
 /// The clauses of a normalized text: (start, end, whether a connective that adds a request
 /// — 然后 / 顺便 / 另外 / 还有 / and / also / plus …, not 但是 / but — comes before or after it).
 fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
-    static ADDS: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
-        Regex::new(r"然后|顺便|另外|还有|并且|同时|而且|以及|再帮|再给|再查|再订|再看|再安排|\b(?:and|then|also|plus|as well as)\b")
-            .expect("static regex")
-    });
     static SPLIT: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
         Regex::new(concat!(
             r"[，,。；;!！？?、\n]+|\.(?:\s|$)+|\s*(?:然后|顺便|另外|还有|并且|同时|而且|以及|但是|不过|可是|而是|",
@@ -2402,6 +2487,34 @@ mod tests {
         assert!(rec.by_meaning, "{rec:?}");
         let rec = recognizer(CARDS).recognize("今天股市怎么样");
         assert!(rec.selected.is_empty(), "{rec:?}");
+    }
+
+    /// A card selected on a word of its field in a sentence about another card's job is dropped
+    /// ("took points off" is about a grade, not a service point); one joined by "and also" stays.
+    #[cfg(feature = "semantic")]
+    #[test]
+    fn a_weak_companion_is_dropped_unless_asked_for() {
+        let r = recognizer(
+            r#"
+- id: grading
+  name: Homework & Exam Grading
+  description: Answers questions about homework feedback, quiz and exam scores, and grading disputes; forwards re-mark requests to the teacher.
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [re-mark]
+  examples: ["I think my final exam was graded wrong, can I ask for a re-mark?"]
+- id: hall
+  name: 服务大厅预约
+  description: 预约出入境服务大厅的办理时段，查询各分厅地址和开放时间，改约或取消已有预约。
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [book appointment]
+  examples: ["Book an appointment at the airport service point"]
+"#,
+        );
+        let q = "Scored 71 on the midterm. The teacher took points off the essay question but I \
+                 followed the rubric exactly";
+        assert_eq!(ids(&r.recognize(q)), ["grading"], "{:?}", r.recognize(q));
+        let rec = r.recognize("Why did I fail the final exam, and also where is the service point?");
+        assert_eq!(ids(&rec), ["grading", "hall"], "{rec:?}");
     }
 
     /// A request joined by a connective whose clause finds no card by its words gets its card by

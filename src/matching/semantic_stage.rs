@@ -45,6 +45,10 @@ pub const TOPIC_RIVAL: f32 = 0.3;
 pub const CLEAR: f32 = 0.4;
 /// See [`CLEAR`].
 pub const CLEAR_MARGIN: f32 = 0.1;
+/// A card the lexical stage selected beside others, on words alone, is dropped when the query is
+/// further from it in meaning than from the best selected card by this much of cosine (and its
+/// clause is about another card; see `Recognizer::drop_weak_companions`).
+pub const COMPANION: f32 = 0.15;
 /// In a clause of a query whose other clauses selected cards, the stage's pick is no new request
 /// when a card already selected is within this cosine of it: the clause may describe that card.
 pub const SIBLING: f32 = 0.1;
