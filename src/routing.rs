@@ -178,7 +178,7 @@ pub fn explain(registry: &Registry, query: &str) -> String {
     }
     let _ = writeln!(out);
     let (routed, keys) = route(registry, query);
-    let simple = planner::intent::simple_intent(registry, &query.to_lowercase());
+    let simple = planner::intent::simple_intent_beside(registry, &query.to_lowercase(), &rec);
     let decision = if !routed.is_empty() {
         format!("plan {}", routed.join(" -> "))
     } else if let Some(s) = simple {

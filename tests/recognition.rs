@@ -81,7 +81,13 @@ fn routed(reg: &Registry, query: &str) -> (Vec<String>, Vec<String>) {
     let turn = planner::plan_turn(reg, input);
     match turn.decision {
         Decision::Plan { .. } => (turn.intent.agents, Vec::new()),
-        Decision::Choose(q) => (Vec::new(), q.candidates),
+        Decision::Choose(q) => {
+            let mut unique = q.candidates.clone();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(unique.len(), q.candidates.len(), "a capability offered twice for {query:?}: {:?}", q.candidates);
+            (Vec::new(), q.candidates)
+        }
         _ => (Vec::new(), Vec::new()),
     }
 }

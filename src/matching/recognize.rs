@@ -790,8 +790,9 @@ impl Recognizer {
             (Verdict::Nothing, _) => return,
             (Verdict::Select(best), Some(lexical)) => {
                 // The lexical stage leans to another card: ask between the two.
-                recognition.uncertain.retain(|c| c.id != lexical.id);
-                let mut offered = vec![self.semantic_entry(&best), lexical];
+                let picked = self.semantic_entry(&best);
+                recognition.uncertain.retain(|c| c.id != lexical.id && c.id != picked.id);
+                let mut offered = vec![picked, lexical];
                 offered.append(&mut recognition.uncertain);
                 recognition.uncertain = offered;
                 vec![best]

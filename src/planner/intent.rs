@@ -69,6 +69,32 @@ pub fn simple_intent(registry: &Registry, lower: &str) -> Option<SimpleIntent> {
     PRIORITY.iter().find_map(|(lexicon, intent)| registry.lexicons.matches(*lexicon, lower).then_some(*intent))
 }
 
+/// [`simple_intent`] of a query beside its recognition: outside the safety lists (self-harm,
+/// sensitive, abuse), a word inside a card keyword found in the query does not count, since an
+/// operator's keyword names the card's job ("投诉" of a complaints card's "投诉骑手" is no
+/// request for a human; the seeds count 投诉 as a business word).
+pub fn simple_intent_beside(registry: &Registry, lower: &str, recognition: &Recognition) -> Option<SimpleIntent> {
+    let simple = simple_intent(registry, lower)?;
+    if matches!(simple, SimpleIntent::SelfHarm | SimpleIntent::Sensitive | SimpleIntent::Abusive) {
+        return Some(simple);
+    }
+    let mut masked = lower.to_string();
+    for c in &recognition.candidates {
+        for e in &c.evidence {
+            if let crate::matching::Evidence::Keyword { term } = e {
+                let term = term.to_lowercase();
+                if !term.is_empty() && masked.contains(&term) {
+                    masked = masked.replace(&term, " ");
+                }
+            }
+        }
+    }
+    if masked == lower {
+        return Some(simple);
+    }
+    simple_intent(registry, &masked)
+}
+
 /// Enabled agents the query confidently asks for, ordered by first mention:
 /// `(offset, agent id)` (the `selected` cards of [`recognize`]).
 pub fn match_agents(registry: &Registry, query: &str) -> Vec<(usize, String)> {

@@ -196,7 +196,7 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
     let lang = input.lang;
     let lower = input.query.to_lowercase();
     let recognition = intent::recognize(registry, input.query);
-    let simple = intent::simple_intent(registry, &lower);
+    let simple = intent::simple_intent_beside(registry, &lower, &recognition);
     // A greeting, thanks or small talk that only resembles a card in meaning asks for nothing.
     let hits = if recognition.by_meaning && simple.is_some() { Vec::new() } else { recognition.hits() };
     let cancel = intent::is_cancel(registry, &lower);

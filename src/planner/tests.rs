@@ -89,6 +89,27 @@ fn turns_without_pending_work() {
     }
 }
 
+/// A simple-intent word inside a card's keyword names the card's job: "投诉" is a request for a
+/// human on its own, not in a complaints card's "投诉骑手". The safety lists are never set aside.
+#[test]
+fn a_card_keyword_outranks_a_simple_intent_word_inside_it() {
+    let reg = RegistryHandle::open(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/eval/sixteenth/agents_config.yaml"),
+    )
+    .unwrap()
+    .load();
+    let cases = [
+        ("我要投诉骑手，态度太差了", "Fresh:rider_complaint_agent"),
+        ("我要投诉", "escalate:UserRequested"),
+        ("我要投诉骑手，转人工", "escalate:UserRequested"),
+        ("help", "direct:OutOfScope"),
+        ("what can you help me with?", "direct:Capabilities"),
+    ];
+    for (query, expected) in cases {
+        assert_eq!(kind(&decide(&reg, query, &idle()).decision), expected, "{query}");
+    }
+}
+
 #[test]
 fn turns_with_a_pending_clarification() {
     let reg = registry();
