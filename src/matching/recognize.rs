@@ -2312,7 +2312,11 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
         vec![
             (Regex::new(r"不用|不要|不需要|不必|别|取消|算了|不想|不是|不打算|先不").expect("static regex"), 0),
             (
-                Regex::new(r"\b(?:don't|dont|do not|no need to|no need for|no longer|never mind|forget about|skip)\b")
+                Regex::new(concat!(
+                    r"\b(?:don't|dont|do not|no need to|no need for|no longer|never mind|forget about|forget the|",
+                    r"skip|(?:didn't|did not|don't|do not) mean|(?:wasn't|was not|i'm not|not) (?:asking|looking) for|",
+                    r"(?:wasn't|was not|i'm not|not) asking about)\b"
+                ))
                     .expect("static regex"),
                 48,
             ),
@@ -2771,6 +2775,11 @@ mod tests {
         assert_eq!(ids(&r.recognize("不用查天气了，帮我订酒店")), ["hotel"]);
         assert_eq!(ids(&r.recognize("别订酒店只看看北京天气")), ["weather"]);
         assert_eq!(ids(&r.recognize("book a hotel instead of a flight")), ["hotel"]);
+        assert_eq!(ids(&r.recognize("Forget the hotel, I just want the weather in Shanghai")), ["weather"]);
+        assert_eq!(ids(&r.recognize("Sorry, I didn't mean the weather. I meant a hotel in Shanghai")), ["hotel"]);
+        assert_eq!(ids(&r.recognize("I'm not asking about the weather, book me a hotel")), ["hotel"]);
+        // "forgot" and a past "didn't" are no negation of the card.
+        assert_eq!(ids(&r.recognize("I forgot to book a hotel in Shanghai")), ["hotel"]);
         let rec = r.recognize("不用查天气了");
         assert!(rec.selected.is_empty() && rec.uncertain.is_empty());
         assert!(rec.candidates[0].evidence.iter().any(|e| matches!(e, Evidence::Negated { .. })));
