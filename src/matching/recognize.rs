@@ -556,11 +556,7 @@ impl Recognizer {
         if recognition.selected.len() < 2 {
             return;
         }
-        let strong = |id: &str| {
-            recognition.score(id).is_some_and(|c| {
-                c.evidence.iter().any(|e| matches!(e, Evidence::Keyword { .. } | Evidence::Entity { .. }))
-            })
-        };
+        let strong = |id: &str| recognition.score(id).is_some_and(named);
         let index = |id: &str| self.cards.iter().position(|c| c.id == id).map(|i| i as u32);
         let weak: Vec<u32> = recognition
             .selected
@@ -594,7 +590,8 @@ impl Recognizer {
     ///   "帮我订一张去上海的机票" to an expenses card, stays out of scope, unless the encoder
     ///   finds one card [`clear`](super::semantic_stage::clear)ly meant), gets the card it
     ///   clearly means, or a did-you-mean question led by its nearest cards;
-    /// - a single card selected on words alone (no keyword, no entity), with no negation or
+    /// - a single card selected without being [`named`] (no keyword, nor an entity with words of
+    ///   the card beside it), with no negation or
     ///   correction in play, is put in doubt when the encoder finds another card clearly closer
     ///   in meaning (by [`OVERRIDE`](super::semantic_stage::OVERRIDE)): a word of one card's
     ///   field used for another card's job. The stage then decides as for no card, the lexical
@@ -626,8 +623,7 @@ impl Recognizer {
             return;
         }
         let [only] = recognition.selected.as_slice() else { return };
-        let strong = |e: &Evidence| matches!(e, Evidence::Keyword { .. } | Evidence::Entity { .. });
-        if cues || recognition.score(&only.id).is_some_and(|c| c.evidence.iter().any(strong)) || !content() {
+        if cues || recognition.score(&only.id).is_some_and(named) || !content() {
             return;
         }
         let sims = self.meaning.similarities(query);
@@ -2003,6 +1999,17 @@ static ALSO: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex")
 });
 
+/// Whether the query names the card: a keyword, or an entity with words of the card beside it (a
+/// value alone, such as a flat number given as context, asks for nothing). The semantic stage
+/// doubts a card selected without being named.
+#[cfg(feature = "semantic")]
+fn named(c: &CardScore) -> bool {
+    let has = |f: fn(&Evidence) -> bool| c.evidence.iter().any(f);
+    has(|e| matches!(e, Evidence::Keyword { .. }))
+        || (has(|e| matches!(e, Evidence::Entity { .. }))
+            && has(|e| matches!(e, Evidence::Terms { .. } | Evidence::SimilarExample { .. })))
+}
+
 /// `(card, clause, a request of its own)` of every card a clause selected: a clause is a request
 /// of its own when a connective of [`ADDS`] introduces it or one of [`ALSO`] follows it (`clauses`
 /// in `norm`'s offsets, as [`split_clauses`] gives them).
@@ -2495,7 +2502,8 @@ mod tests {
     }
 
     /// A card selected on a word of its field in a sentence about another card's job is dropped
-    /// ("took points off" is about a grade, not a service point); one joined by "and also" stays.
+    /// ("took points off" is about a grade, not a service point); one joined by "and also" stays;
+    /// a card selected on a value alone is doubted like one selected on words alone.
     #[cfg(feature = "semantic")]
     #[test]
     fn a_weak_companion_is_dropped_unless_asked_for() {
@@ -2520,6 +2528,27 @@ mod tests {
         assert_eq!(ids(&r.recognize(q)), ["grading"], "{:?}", r.recognize(q));
         let rec = r.recognize("Why did I fail the final exam, and also where is the service point?");
         assert_eq!(ids(&rec), ["grading", "hall"], "{rec:?}");
+        // A value alone (a flat number, which the fees card extracts) names no card: the card
+        // closer in meaning is put beside it in a question rather than the value's card planned.
+        let r = recognizer(
+            r#"
+- id: repair
+  name: 报事报修
+  description: 业主室内水电、门窗、管道的维修。
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [报修]
+- id: fees
+  name: 物业费与发票
+  description: 物业费的查询与缴纳，开具电子发票。
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [物业费]
+  required_semantic_keys:
+    - { key: room_no, description: 房号, extract: { pattern: '(\d{1,2}(?:栋|-)\d{1,2}(?:单元|-)\d{3,4})' } }
+"#,
+        );
+        let rec = r.recognize("厨房的管道一直在滴水，能不能派个师傅上门看看，我住3栋1单元902");
+        assert!(rec.selected.is_empty(), "{rec:?}");
+        assert_eq!(rec.uncertain.first().map(|c| c.id.as_str()), Some("repair"), "{rec:?}");
     }
 
     /// A request joined by a connective whose clause finds no card by its words gets its card by
