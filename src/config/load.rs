@@ -202,7 +202,7 @@ fn load_inner(
     if text.trim().is_empty() {
         return Err(ConfigErrors(vec![ConfigError::whole(&file_name, "the file is empty")]));
     }
-    let value: Value = serde_yaml_ng::from_str(text).map_err(|e| {
+    let value: Value = super::yaml::parse(text).map_err(|e| {
         let loc = e.location();
         ConfigErrors(vec![ConfigError {
             file: file_name.clone(),

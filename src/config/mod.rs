@@ -4,10 +4,13 @@
 //! - [`model`]: the raw serde types (unknown fields rejected) and the generated JSON Schema.
 //! - [`load`](mod@load): read, parse, validate against the schema, then cross-check references,
 //!   collecting every error with its file and line/column or JSON pointer.
+//! - [`yaml`]: the YAML reader, which parses a large file's agents one by one and memoizes them
+//!   (a reload re-parses only the agents whose text changed).
 
 pub mod cards;
 pub mod load;
 pub mod model;
+pub mod yaml;
 
 pub use cards::card_url;
 pub use load::{

@@ -405,7 +405,7 @@ impl JsonSchema for LocalizedText {
 }
 
 /// One capability card.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CapabilityCardSpec {
     /// Stable id, `[a-z0-9_]+`, unique in the file. Never shown to users.
@@ -705,7 +705,7 @@ fn yes() -> bool {
 }
 
 /// `endpoint:` of a capability card.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointSpec {
     /// `http://` or `https://` URL; `${ENV}` is interpolated.
@@ -738,7 +738,7 @@ pub enum Protocol {
 }
 
 /// A JSON Schema given by path (relative to the config file) or inline.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum SchemaSource {
     /// Path relative to the config file.
@@ -748,7 +748,7 @@ pub enum SchemaSource {
 }
 
 /// One entry of `required_semantic_keys`.
-#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SemanticKeySpec {
     /// Property name in the agent's input schema.
@@ -781,7 +781,7 @@ pub struct SemanticKeySpec {
 }
 
 /// `extract:` — exactly one of its fields.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExtractSpec {
     /// A built-in value type.

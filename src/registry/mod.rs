@@ -560,7 +560,6 @@ impl RegistryHandle {
 }
 
 fn diff(old: &Registry, new: &Registry) -> (Vec<String>, Vec<String>, Vec<String>) {
-    let card = |a: &CapabilityCard| serde_json::to_string(&a.spec).unwrap_or_default();
     let added = new.agents.iter().filter(|a| old.get(a.id()).is_none()).map(|a| a.spec.id.to_string()).collect();
     let removed = old.agents.iter().filter(|a| new.get(a.id()).is_none()).map(|a| a.spec.id.to_string()).collect();
     let changed = new
@@ -568,7 +567,7 @@ fn diff(old: &Registry, new: &Registry) -> (Vec<String>, Vec<String>, Vec<String
         .iter()
         .filter(|a| {
             old.get(a.id()).is_some_and(|o| {
-                card(o) != card(a) || o.input_schema != a.input_schema || o.output_schema != a.output_schema
+                o.spec != a.spec || o.input_schema != a.input_schema || o.output_schema != a.output_schema
             })
         })
         .map(|a| a.spec.id.to_string())
