@@ -2314,7 +2314,7 @@ struct Cue {
 }
 
 fn find_cues(norm: &Normalized) -> Vec<Cue> {
-    // (regex, scope window in bytes of normalized text; 0 = to the end of the clause).
+    // (regex, scope window in bytes of normalized text; 0 = to the end of the sentence part).
     static CUES: std::sync::LazyLock<Vec<(Regex, usize)>> = std::sync::LazyLock::new(|| {
         vec![
             (Regex::new(r"不用|不要|不需要|不必|别|取消|算了|不想|不是|不打算|先不").expect("static regex"), 0),
@@ -2353,7 +2353,13 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
             {
                 continue;
             }
-            let mut end = if *window == 0 { text.len() } else { (m.end() + window).min(text.len()) };
+            // A Chinese cue governs to the end of its sentence part ("不是要约团课，是要找教练":
+            // the comma ends it; a list's 、 does not).
+            let mut end = if *window == 0 {
+                text[m.end()..].find(['，', ',', '。', '；', ';', '！', '!', '？', '?', '\n']).map_or(text.len(), |i| m.end() + i)
+            } else {
+                (m.end() + window).min(text.len())
+            };
             while !text.is_char_boundary(end) {
                 end -= 1;
             }
@@ -2807,6 +2813,13 @@ mod tests {
         assert_eq!(ids(&r.recognize("Forget the hotel, I just want the weather in Shanghai")), ["weather"]);
         assert_eq!(ids(&r.recognize("Sorry, I didn't mean the weather. I meant a hotel in Shanghai")), ["hotel"]);
         assert_eq!(ids(&r.recognize("I'm not asking about the weather, book me a hotel")), ["hotel"]);
+        // A Chinese cue governs to the end of its sentence part: "不是X，是Y" asks for Y.
+        let norm = Normalized::new("不是要约团课，是要找教练、定个私教课");
+        let cue = find_cues(&norm).into_iter().find(|c| c.text == "不是").unwrap();
+        assert_eq!(&norm.text[cue.scope.0..cue.scope.1], "要约团课");
+        let norm = Normalized::new("不要酒店、机票");
+        let cue = find_cues(&norm).into_iter().find(|c| c.text == "不要").unwrap();
+        assert_eq!(&norm.text[cue.scope.0..cue.scope.1], "酒店、机票", "a list's 、 does not end it");
         // "forgot" and a past "didn't" are no negation of the card.
         assert_eq!(ids(&r.recognize("I forgot to book a hotel in Shanghai")), ["hotel"]);
         let rec = r.recognize("不用查天气了");
