@@ -248,7 +248,7 @@ fn recognition_report_seventh_config_written_blind() {
 fn recognition_report_eighth_config_written_blind() {
     // Its first run, before any reading of its misses, was 41/60, paraphrases 17/32, out of
     // scope 7/8; the floors are what the round reached after reading them.
-    assert_floors(&evaluate("eighth_queries.yaml"), 83.0, 78.0, 75.0);
+    assert_floors(&evaluate("eighth_queries.yaml"), 85.0, 81.0, 75.0);
 }
 
 /// The ninth set (car owners' services and rental housing) was written blind by a helper.
@@ -257,7 +257,7 @@ fn recognition_report_ninth_config_written_blind() {
     // First run, before any change made after reading it: 34/60, paraphrases 13/32, out of scope 6/8.
     // Then: lexicon groups for its domains written by a helper who saw no query (paraphrases
     // 13 -> 17), and the rules changed after reading its misses.
-    assert_floors(&evaluate("ninth_queries.yaml"), 75.0, 65.0, 75.0);
+    assert_floors(&evaluate("ninth_queries.yaml"), 78.0, 71.0, 75.0);
 }
 
 /// The tenth set (a pet-care platform and a fitness and leisure membership app) was written blind
@@ -306,7 +306,7 @@ fn recognition_report_thirteenth_config_written_blind() {
 #[test]
 fn recognition_report_fourteenth_config_written_blind() {
     // First run, before any reading of its misses: 36/60, paraphrases 12/32, out of scope 7/8.
-    assert_floors(&evaluate("fourteenth_queries.yaml"), 68.0, 50.0, 87.0);
+    assert_floors(&evaluate("fourteenth_queries.yaml"), 71.0, 56.0, 87.0);
 }
 
 /// The fifteenth set (an online game's player support and a theme park's visitor service) was
@@ -314,7 +314,7 @@ fn recognition_report_fourteenth_config_written_blind() {
 #[test]
 fn recognition_report_fifteenth_config_written_blind() {
     // First run, before any reading of its misses: 37/60, paraphrases 14/32, out of scope 8/8.
-    assert_floors(&evaluate("fifteenth_queries.yaml"), 80.0, 78.0, 100.0);
+    assert_floors(&evaluate("fifteenth_queries.yaml"), 85.0, 81.0, 100.0);
 }
 
 /// The sixteenth set (a food-delivery platform's customer service and a residential property
@@ -323,7 +323,8 @@ fn recognition_report_fifteenth_config_written_blind() {
 #[test]
 fn recognition_report_sixteenth_config_written_blind() {
     // First run, before any reading of its misses: 38/60, paraphrases 16/32, out of scope 6/8.
-    assert_floors(&evaluate("sixteenth_queries.yaml"), 63.0, 50.0, 75.0);
+    // Then, with the rule changes of 26 Nov made after reading its misses: 42/60, 18/32.
+    assert_floors(&evaluate("sixteenth_queries.yaml"), 70.0, 56.0, 75.0);
 }
 
 /// The seventeenth set (an online-education platform's learner support and a city's exit-entry
@@ -332,7 +333,8 @@ fn recognition_report_sixteenth_config_written_blind() {
 #[test]
 fn recognition_report_seventeenth_config_written_blind() {
     // First run, before any reading of its misses: 34/60, paraphrases 11/32, out of scope 6/8.
-    assert_floors(&evaluate("seventeenth_queries.yaml"), 58.0, 37.0, 75.0);
+    // Then, with the rule changes of 26 Nov made after reading its misses: 39/60, 15/32.
+    assert_floors(&evaluate("seventeenth_queries.yaml"), 65.0, 46.0, 75.0);
 }
 
 /// A lone topical candidate under the selection threshold is planned when no other card comes
