@@ -85,7 +85,12 @@ fn routed(reg: &Registry, query: &str) -> (Vec<String>, Vec<String>) {
             let mut unique = q.candidates.clone();
             unique.sort();
             unique.dedup();
-            assert_eq!(unique.len(), q.candidates.len(), "a capability offered twice for {query:?}: {:?}", q.candidates);
+            assert_eq!(
+                unique.len(),
+                q.candidates.len(),
+                "a capability offered twice for {query:?}: {:?}",
+                q.candidates
+            );
             (Vec::new(), q.candidates)
         }
         _ => (Vec::new(), Vec::new()),

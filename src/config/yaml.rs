@@ -194,7 +194,9 @@ mod tests {
             big(400, "    note: \"hello!\""),
             big(400, "   bad_indent: 1"),
             big(10, ""),
-            big(400, "").replace("agents:\n", "agents:\n  - id: first\n    name: x\n").replace("\n  # agent 0", "\nagents: []\n  # agent 0"),
+            big(400, "")
+                .replace("agents:\n", "agents:\n  - id: first\n    name: x\n")
+                .replace("\n  # agent 0", "\nagents: []\n  # agent 0"),
         ] {
             assert!(chunked(&odd, MIN_CHUNKED).is_none(), "{}", &odd[..200]);
             let whole = serde_yaml_ng::from_str::<Value>(&odd).map_err(|e| e.to_string());

@@ -2020,9 +2020,8 @@ fn picks(
     norm: &Normalized,
 ) -> Vec<(u32, Clause, bool)> {
     let between = |i: usize| &norm.text[clauses[i - 1].1..clauses[i].0];
-    let own = |i: usize| {
-        (i > 0 && ADDS.is_match(between(i))) || (i + 1 < clauses.len() && ALSO.is_match(between(i + 1)))
-    };
+    let own =
+        |i: usize| (i > 0 && ADDS.is_match(between(i))) || (i + 1 < clauses.len() && ALSO.is_match(between(i + 1)));
     scored
         .iter()
         .enumerate()
@@ -2324,7 +2323,7 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
                     r"skip|(?:didn't|did not|don't|do not) mean|(?:wasn't|was not|i'm not|not) (?:asking|looking) for|",
                     r"(?:wasn't|was not|i'm not|not) asking about)\b"
                 ))
-                    .expect("static regex"),
+                .expect("static regex"),
                 48,
             ),
             (Regex::new(r"\b(?:instead of|rather than)\b").expect("static regex"), 48),
@@ -2356,7 +2355,9 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
             // A Chinese cue governs to the end of its sentence part ("不是要约团课，是要找教练":
             // the comma ends it; a list's 、 does not).
             let mut end = if *window == 0 {
-                text[m.end()..].find(['，', ',', '。', '；', ';', '！', '!', '？', '?', '\n']).map_or(text.len(), |i| m.end() + i)
+                text[m.end()..]
+                    .find(['，', ',', '。', '；', ';', '！', '!', '？', '?', '\n'])
+                    .map_or(text.len(), |i| m.end() + i)
             } else {
                 (m.end() + window).min(text.len())
             };
