@@ -2111,7 +2111,9 @@ fn lone_in_clause(scored: &[ClauseScore]) -> Option<usize> {
     let best_spans: Vec<(usize, usize)> = best.spans.iter().map(|&(s, e, _)| (s, e)).collect();
     let within_best = |c: &ClauseScore| lies_within(c.spans.iter().map(|&(s, e, _)| (s, e)), &best_spans);
     let runner_up = live.find(|(_, c)| !within_best(c)).map_or(0.0, |(_, c)| confidence(c.raw));
-    (best.topical && best_conf >= LONE && runner_up <= best_conf * LONE_MARGIN).then_some(i)
+    // Topical, or naming a value of the card's own ("约一下这周五去市民中心大厅": a service hall).
+    let own = best.topical || best.evidence.iter().any(|e| matches!(e, Evidence::Entity { .. }));
+    (own && best_conf >= LONE && runner_up <= best_conf * LONE_MARGIN).then_some(i)
 }
 
 /// One card selected, not by keyword, and another scored within [`AMBIGUITY`] of its confidence
@@ -2803,6 +2805,31 @@ mod tests {
         let r = recognizer(CARDS);
         assert_eq!(ids(&r.recognize("查一下航班CA1234，顺便看看上海天气")), ["flight", "weather"]);
         assert_eq!(ids(&r.recognize("上海天气怎么样，然后订酒店")), ["weather", "hotel"]);
+        // A joined clause naming only a value of a card's own list (a service hall) asks for it.
+        let specs: Vec<CapabilityCardSpec> = serde_yaml_ng::from_str(
+            r#"
+- id: passport
+  name: 护照办理
+  description: 首次申领、到期换发护照。
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [办护照]
+- id: hall
+  name: 服务大厅预约
+  description: 预约出入境服务大厅的办理时段。
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [取号]
+  examples: ["帮我约明天上午的号"]
+  required_semantic_keys:
+    - { key: hall, description: 服务大厅, extract: { values_from: halls } }
+"#,
+        )
+        .unwrap();
+        let refs: Vec<&CapabilityCardSpec> = specs.iter().collect();
+        let lists =
+            BTreeMap::from([("halls".to_string(), vec!["东区服务大厅".to_string(), "市民中心大厅".to_string()])]);
+        let r = Recognizer::new(&refs, &lists);
+        let rec = r.recognize("护照下个月到期想换本新的，顺便帮我约一下这周五去东区服务大厅");
+        assert_eq!(ids(&rec), ["passport", "hall"], "{rec:?}");
     }
 
     #[test]
