@@ -502,9 +502,13 @@ impl Recognizer {
             |span| self.has_content(&parts, no_task.get_or_init(|| self.no_task_spans(query, &norm, &parts)), span);
         #[cfg(feature = "semantic")]
         {
-            self.drop_weak_companions(query, &picks, &mut recognition);
+            // The query's similarities to the cards: one encoding, made only if a step needs it.
+            let sims = std::cell::OnceCell::new();
+            let sims = || sims.get_or_init(|| self.meaning.similarities(query)).clone();
+            self.drop_weak_companions(query, &picks, sims, &mut recognition);
             let content = || has_content((0, query.len()));
-            self.semantic_stage(query, any_selected, topics, !parts.cues.is_empty(), content, &mut recognition);
+            let cues = !parts.cues.is_empty();
+            self.semantic_stage(any_selected, topics, cues, content, sims, &mut recognition);
         }
         #[cfg(feature = "semantic")]
         if any_selected {
@@ -551,7 +555,13 @@ impl Recognizer {
     /// question 7" asks about a grade, not about loyalty points). `picks` are `(card, clause,
     /// a request of its own)` of every clause selection.
     #[cfg(feature = "semantic")]
-    fn drop_weak_companions(&self, query: &str, picks: &[(u32, Clause, bool)], recognition: &mut Recognition) {
+    fn drop_weak_companions(
+        &self,
+        query: &str,
+        picks: &[(u32, Clause, bool)],
+        sims: impl Fn() -> Vec<super::semantic_stage::Similarity>,
+        recognition: &mut Recognition,
+    ) {
         use super::semantic_stage::COMPANION;
         if recognition.selected.len() < 2 {
             return;
@@ -568,7 +578,7 @@ impl Recognizer {
         if weak.is_empty() {
             return;
         }
-        let sims = self.meaning.similarities(query);
+        let sims = sims();
         let cosine = |card: u32| sims.iter().find(|s| s.card == card).map_or(-1.0, |s| s.cosine);
         let best = recognition.selected.iter().filter_map(|s| index(&s.id)).map(cosine).fold(-1.0, f32::max);
         let dropped: Vec<u32> = weak
@@ -590,8 +600,7 @@ impl Recognizer {
     ///   "帮我订一张去上海的机票" to an expenses card, stays out of scope, unless the encoder
     ///   finds one card [`clear`](super::semantic_stage::clear)ly meant), gets the card it
     ///   clearly means, or a did-you-mean question led by its nearest cards;
-    /// - a single card selected without being [`named`] (no keyword, nor an entity with words of
-    ///   the card beside it), with no negation or
+    /// - a single card selected on words alone (no keyword, no entity), with no negation or
     ///   correction in play, is put in doubt when the encoder finds another card clearly closer
     ///   in meaning (by [`OVERRIDE`](super::semantic_stage::OVERRIDE)): a word of one card's
     ///   field used for another card's job. The stage then decides as for no card, the lexical
@@ -601,32 +610,35 @@ impl Recognizer {
     #[cfg(feature = "semantic")]
     fn semantic_stage(
         &self,
-        query: &str,
         any_selected: bool,
         topics: Topics,
         cues: bool,
         content: impl Fn() -> bool,
+        sims: impl Fn() -> Vec<super::semantic_stage::Similarity>,
         recognition: &mut Recognition,
     ) {
         use super::semantic_stage::{OVERRIDE, SELECT as SEMANTIC_SELECT};
         if !any_selected && recognition.selected.is_empty() {
-            if content() {
-                // A query more about topics no card covers than covered ones is left out of
-                // scope, unless the encoder finds one card clearly meant.
-                let sims = self.meaning.similarities(query);
+            // A query more about topics no card covers than covered ones is left out of scope,
+            // unless the encoder finds one card clearly meant that the lexical stage found too
+            // (no lexical candidate at all: no encoding).
+            let covered = topics.unknown <= topics.known;
+            if (covered || recognition.candidates.iter().any(|c| c.raw > 0.0)) && content() {
+                let sims = sims();
                 let seconded = |c: u32| recognition.score(&self.cards[c as usize].id).is_some_and(|c| c.raw > 0.0);
                 let clear = super::semantic_stage::clear(&sims) && sims.first().is_some_and(|f| seconded(f.card));
-                if topics.unknown <= topics.known || clear {
+                if covered || clear {
                     self.by_meaning(sims, recognition);
                 }
             }
             return;
         }
         let [only] = recognition.selected.as_slice() else { return };
-        if cues || recognition.score(&only.id).is_some_and(named) || !content() {
+        let strong = |e: &Evidence| matches!(e, Evidence::Keyword { .. } | Evidence::Entity { .. });
+        if cues || recognition.score(&only.id).is_some_and(|c| c.evidence.iter().any(strong)) || !content() {
             return;
         }
-        let sims = self.meaning.similarities(query);
+        let sims = sims();
         let id = only.id.clone();
         let own = sims.iter().find(|s| self.cards[s.card as usize].id == id).map_or(-1.0, |s| s.cosine);
         let Some(best) = sims.first() else { return };
@@ -2000,8 +2012,8 @@ static ALSO: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Whether the query names the card: a keyword, or an entity with words of the card beside it (a
-/// value alone, such as a flat number given as context, asks for nothing). The semantic stage
-/// doubts a card selected without being named.
+/// value alone, such as a flat number given as context, asks for nothing). A card selected
+/// beside others without being named may be dropped (`Recognizer::drop_weak_companions`).
 #[cfg(feature = "semantic")]
 fn named(c: &CardScore) -> bool {
     let has = |f: fn(&Evidence) -> bool| c.evidence.iter().any(f);
@@ -2512,7 +2524,7 @@ mod tests {
 
     /// A card selected on a word of its field in a sentence about another card's job is dropped
     /// ("took points off" is about a grade, not a service point); one joined by "and also" stays;
-    /// a card selected on a value alone is doubted like one selected on words alone.
+    /// so is one selected on a value alone.
     #[cfg(feature = "semantic")]
     #[test]
     fn a_weak_companion_is_dropped_unless_asked_for() {
@@ -2537,8 +2549,8 @@ mod tests {
         assert_eq!(ids(&r.recognize(q)), ["grading"], "{:?}", r.recognize(q));
         let rec = r.recognize("Why did I fail the final exam, and also where is the service point?");
         assert_eq!(ids(&rec), ["grading", "hall"], "{rec:?}");
-        // A value alone (a flat number, which the fees card extracts) names no card: the card
-        // closer in meaning is put beside it in a question rather than the value's card planned.
+        // A value alone (a flat number, which the fees card extracts) names no card: beside the
+        // card the query is about, its card is dropped.
         let r = recognizer(
             r#"
 - id: repair
@@ -2555,9 +2567,8 @@ mod tests {
     - { key: room_no, description: 房号, extract: { pattern: '(\d{1,2}(?:栋|-)\d{1,2}(?:单元|-)\d{3,4})' } }
 "#,
         );
-        let rec = r.recognize("厨房的管道一直在滴水，能不能派个师傅上门看看，我住3栋1单元902");
-        assert!(rec.selected.is_empty(), "{rec:?}");
-        assert_eq!(rec.uncertain.first().map(|c| c.id.as_str()), Some("repair"), "{rec:?}");
+        let rec = r.recognize("厨房的管道一直在滴水要报修，能不能派个师傅上门看看，我住3栋1单元902");
+        assert_eq!(ids(&rec), ["repair"], "{rec:?}");
     }
 
     /// A request joined by a connective whose clause finds no card by its words gets its card by
