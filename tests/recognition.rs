@@ -338,8 +338,8 @@ fn recognition_report_sixteenth_config_written_blind() {
 #[test]
 fn recognition_report_seventeenth_config_written_blind() {
     // First run, before any reading of its misses: 34/60, paraphrases 11/32, out of scope 6/8.
-    // Then, with the rule changes of 26 Nov made after reading its misses: 39/60, 15/32.
-    assert_floors(&evaluate("seventeenth_queries.yaml"), 65.0, 46.0, 75.0);
+    // Then, with the rule changes of 26 Nov made after reading its misses: 40/60, 15/32.
+    assert_floors(&evaluate("seventeenth_queries.yaml"), 66.0, 46.0, 75.0);
 }
 
 /// A lone topical candidate under the selection threshold is planned when no other card comes
