@@ -544,7 +544,7 @@ impl Recognizer {
     }
 
     /// Of several cards the lexical stage selected, drops each one that
-    /// - has no keyword or entity of its own,
+    /// - is not [`named`] (no keyword, nor an entity with words of the card beside it),
     /// - was selected only in clauses no connective makes a request of their own ("然后 / 另外 /
     ///   and also …" before it, or after it but for English "and" and "then"),
     /// - is further in meaning from the whole query than the best selected card by
@@ -552,7 +552,7 @@ impl Recognizer {
     /// - and is not the card its clause is closest to in meaning:
     ///
     /// a word of its field in a sentence about something else ("The teacher took points off
-    /// question 7" asks about a grade, not about loyalty points). `picks` are `(card, clause,
+    /// question 7" asks about a grade, not about a service point). `picks` are `(card, clause,
     /// a request of its own)` of every clause selection.
     #[cfg(feature = "semantic")]
     fn drop_weak_companions(
@@ -2859,7 +2859,7 @@ mod tests {
         let norm = Normalized::new("不要酒店、机票");
         let cue = find_cues(&norm).into_iter().find(|c| c.text == "不要").unwrap();
         assert_eq!(&norm.text[cue.scope.0..cue.scope.1], "酒店、机票", "a list's 、 does not end it");
-        // "forgot" and a past "didn't" are no negation of the card.
+        // "forgot" is no "forget the".
         assert_eq!(ids(&r.recognize("I forgot to book a hotel in Shanghai")), ["hotel"]);
         let rec = r.recognize("不用查天气了");
         assert!(rec.selected.is_empty() && rec.uncertain.is_empty());
