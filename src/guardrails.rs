@@ -69,6 +69,11 @@ impl Screen {
     /// The first pattern `text` matches, if any.
     pub fn check(&self, text: &str) -> Option<&str> {
         let set = self.set.as_ref()?;
+        // Most texts match nothing: one pass that only answers yes or no (a lazy DFA), before
+        // the slower pass naming which patterns matched.
+        if !set.is_match(text) {
+            return None;
+        }
         set.matches(text).iter().next().map(|i| self.sources[i].as_str())
     }
 }
