@@ -60,9 +60,10 @@ static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Replaces the matches of `re` in `text` by `with` (`$1`-style), but only those that are a whole
 /// number: not right after or before an ASCII letter or digit (a hex trace id, a longer number).
-fn replace_whole(re: &Regex, text: &str, with: &str) -> String {
+/// `None` when nothing matched (no new string).
+fn replace_whole(re: &Regex, text: &str, with: &str) -> Option<String> {
     let word = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
-    re.replace_all(text, |caps: &regex::Captures<'_>| {
+    let replaced = re.replace_all(text, |caps: &regex::Captures<'_>| {
         let m = caps.get(0).expect("whole match");
         if word(text[..m.start()].chars().next_back()) || word(text[m.end()..].chars().next()) {
             return m.as_str().to_string();
@@ -70,20 +71,50 @@ fn replace_whole(re: &Regex, text: &str, with: &str) -> String {
         let mut out = String::new();
         caps.expand(with, &mut out);
         out
-    })
-    .into_owned()
+    });
+    match replaced {
+        std::borrow::Cow::Borrowed(_) => None,
+        std::borrow::Cow::Owned(s) => Some(s),
+    }
+}
+
+/// The longest run of ASCII digits in `text`.
+fn longest_digit_run(text: &str) -> usize {
+    text.split(|c: char| !c.is_ascii_digit()).map(str::len).max().unwrap_or(0)
 }
 
 /// `text` with personal data masked: mainland mobile numbers (`138****5678`, separators and a
 /// `86` / `+86` prefix kept), ID-card numbers (18 digits: first 6 and last 4 kept; 15 digits:
 /// first 6 and last 3), other `+`-prefixed phone numbers (country code and last 3) and e-mail
-/// addresses (first character and domain).
+/// addresses (first character and domain). A pass whose pattern cannot match (no run of 15
+/// digits for an ID card, no run of 3 for a mobile number, no `+`, no `@`) is skipped: most log
+/// lines need one pass or none.
 pub fn mask_pii(text: &str) -> String {
-    let masked = replace_whole(&ID_CARD_18, text, "${1}********${2}");
-    let masked = replace_whole(&ID_CARD_15, &masked, "${1}******${2}");
-    let masked = replace_whole(&CN_MOBILE, &masked, "${1}${2}${3}****${4}${5}");
-    let masked = replace_whole(&INTL_PHONE, &masked, "${1}****${2}");
-    EMAIL.replace_all(&masked, "${1}***@${2}").into_owned()
+    let run = longest_digit_run(text);
+    let mut masked: Option<String> = None;
+    let mut pass = |wanted: bool, re: &Regex, with: &str, whole: bool| {
+        if !wanted {
+            return;
+        }
+        let current = masked.as_deref().unwrap_or(text);
+        let next = if whole {
+            replace_whole(re, current, with)
+        } else {
+            match re.replace_all(current, with) {
+                std::borrow::Cow::Borrowed(_) => None,
+                std::borrow::Cow::Owned(s) => Some(s),
+            }
+        };
+        if next.is_some() {
+            masked = next;
+        }
+    };
+    pass(run >= 17, &ID_CARD_18, "${1}********${2}", true);
+    pass(run >= 15, &ID_CARD_15, "${1}******${2}", true);
+    pass(run >= 3, &CN_MOBILE, "${1}${2}${3}****${4}${5}", true);
+    pass(text.contains('+'), &INTL_PHONE, "${1}****${2}", true);
+    pass(text.contains('@'), &EMAIL, "${1}***@${2}", false);
+    masked.unwrap_or_else(|| text.to_string())
 }
 
 /// A writer that masks personal data before writing to stderr.
