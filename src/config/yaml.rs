@@ -113,8 +113,9 @@ fn cut(text: &str, min: usize) -> Option<Cut<'_>> {
     let mut end = text.len();
     let mut at = list_start;
     for line in text[list_start..].split_inclusive('\n') {
-        let bare = line.trim_end();
-        let content = bare.trim_start();
+        let bare = line.trim_end_matches(['\n', ' ']);
+        // YAML indents with spaces only (a tab anywhere already sent the file to the whole parse).
+        let content = bare.trim_start_matches(' ');
         let depth = bare.len() - content.len();
         if content.is_empty() || content.starts_with('#') {
             at += line.len();
