@@ -72,6 +72,11 @@ fn replace_whole(re: &Regex, text: &str, with: &str) -> Option<String> {
         caps.expand(with, &mut out);
         out
     });
+    changed(replaced)
+}
+
+/// The new string of a replacement, `None` when it replaced nothing.
+fn changed(replaced: std::borrow::Cow<'_, str>) -> Option<String> {
     match replaced {
         std::borrow::Cow::Borrowed(_) => None,
         std::borrow::Cow::Owned(s) => Some(s),
@@ -97,14 +102,7 @@ pub fn mask_pii(text: &str) -> String {
             return;
         }
         let current = masked.as_deref().unwrap_or(text);
-        let next = if whole {
-            replace_whole(re, current, with)
-        } else {
-            match re.replace_all(current, with) {
-                std::borrow::Cow::Borrowed(_) => None,
-                std::borrow::Cow::Owned(s) => Some(s),
-            }
-        };
+        let next = if whole { replace_whole(re, current, with) } else { changed(re.replace_all(current, with)) };
         if next.is_some() {
             masked = next;
         }

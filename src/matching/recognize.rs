@@ -1997,19 +1997,23 @@ impl ClauseOutcome {
     }
 }
 
+/// The Chinese connectives that add a request, shared by [`ADDS`] and the clause split of
+/// [`split_clauses`] (a macro, so that `concat!` can take them).
+macro_rules! adds_zh {
+    () => {
+        "然后|顺便|另外|还有|并且|同时|而且|以及|再帮|再给|再查|再订|再看|再安排"
+    };
+}
+
 /// Connectives adding a request ("A, and also B"): both sides are requests of their own.
-static ADDS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"然后|顺便|另外|还有|并且|同时|而且|以及|再帮|再给|再查|再订|再看|再安排|\b(?:and|then|also|plus|as well as)\b")
-        .expect("static regex")
-});
+static ADDS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(concat!(adds_zh!(), r"|\b(?:and|then|also|plus|as well as)\b")).expect("static regex"));
 
 /// The connectives of [`ADDS`] but English "and" and "then", which also join the sentences of a
 /// story ("it spins forever and then shows error 1003").
 #[cfg(feature = "semantic")]
-static ALSO: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"然后|顺便|另外|还有|并且|同时|而且|以及|再帮|再给|再查|再订|再看|再安排|\b(?:also|plus|as well as)\b")
-        .expect("static regex")
-});
+static ALSO: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(concat!(adds_zh!(), r"|\b(?:also|plus|as well as)\b")).expect("static regex"));
 
 /// Whether the query names the card: a keyword, or an entity with words of the card beside it (a
 /// value alone, such as a flat number given as context, asks for nothing). A card selected
@@ -2256,8 +2260,9 @@ fn round2(x: f32) -> f32 {
 fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
     static SPLIT: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
         Regex::new(concat!(
-            r"[，,。；;!！？?、\n]+|\.(?:\s|$)+|\s*(?:然后|顺便|另外|还有|并且|同时|而且|以及|但是|不过|可是|而是|",
-            r"再帮|再给|再查|再订|再看|再安排)\s*|",
+            r"[，,。；;!！？?、\n]+|\.(?:\s|$)+|\s*(?:",
+            adds_zh!(),
+            r"|但是|不过|可是|而是)\s*|",
             r"\b(?:and|then|also|plus|but|as well as)\b"
         ))
         .expect("static regex")
