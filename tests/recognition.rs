@@ -645,3 +645,46 @@ async fn bad_input_gets_a_clear_answer_and_no_panic() {
         .unwrap();
     assert_eq!(resp.status(), 400);
 }
+
+/// A near tie of the lexical stage (room service and housekeeping both fit "sent up to room
+/// 715") is settled when the encoder finds the lexical stage's best card the nearest too.
+#[cfg(feature = "semantic")]
+#[test]
+fn the_two_stages_agreeing_settle_a_near_tie() {
+    let handle = RegistryHandle::open(&repo().join("tests/fixtures/eval/eighteenth/agents_config.yaml")).unwrap();
+    let registry = handle.load();
+    let q = "Can I get a club sandwich and a bottle of red sent up to room 715? We're starving.";
+    let rec = registry.recognizer.recognize(q);
+    assert_eq!(rec.selected.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), ["room_service_agent"], "{rec:?}");
+    assert!(rec.by_meaning, "{rec:?}");
+    let rival = rec.score("housekeeping_agent").map_or(0.0, |c| c.confidence);
+    assert!(rival >= switchboard::matching::recognize::SELECT, "the words alone were a near tie: {rec:?}");
+    assert_eq!(routed(&registry, q).0, ["room_service_agent"]);
+}
+
+/// "Never mind the X, …" sets a card aside and asks for another: recognized (here a question
+/// with the trade-in card first), never acknowledged as a cancel; "never mind" alone cancels.
+#[test]
+fn cancel_words_that_set_a_card_aside_do_not_cancel_the_turn() {
+    let handle = RegistryHandle::open(&repo().join("tests/fixtures/eval/nineteenth/agents_config.yaml")).unwrap();
+    let registry = handle.load();
+    let q = "Never mind the test drive, I just want to know what my old car is worth.";
+    let (agents, offered) = routed(&registry, q);
+    let first = agents.first().or(offered.first()).map(String::as_str);
+    assert_eq!(first, Some("trade_in_agent"), "{agents:?} {offered:?}");
+    assert!(!agents.iter().chain(&offered).any(|a| a == "test_drive_agent"), "{agents:?} {offered:?}");
+    let empty = Map::new();
+    let input = TurnInput {
+        query: "never mind",
+        slots: &empty,
+        session_slots: &empty,
+        pending: None,
+        pending_plan_id: None,
+        choice: None,
+        previous: None,
+        today: NaiveDate::from_ymd_opt(2026, 11, 23).unwrap(),
+        plan_id: "eval",
+        lang: switchboard::text::Lang::detect("never mind"),
+    };
+    assert!(matches!(planner::plan_turn(&registry, input).decision, Decision::Cancel));
+}

@@ -625,11 +625,21 @@ impl Recognizer {
             let covered = topics.unknown <= topics.known;
             if (covered || recognition.candidates.iter().any(|c| c.raw > 0.0)) && content() {
                 let sims = sims();
+                if self.agreed(&sims, recognition) {
+                    return;
+                }
                 let seconded = |c: u32| recognition.score(&self.cards[c as usize].id).is_some_and(|c| c.raw > 0.0);
                 let clear = super::semantic_stage::clear(&sims) && sims.first().is_some_and(|f| seconded(f.card));
                 if covered || clear {
                     self.by_meaning(sims, recognition);
                 }
+            }
+            return;
+        }
+        if recognition.selected.is_empty() {
+            // A near tie the lexical stage asks about: the encoder may side with its best card.
+            if content() {
+                self.agreed(&sims(), recognition);
             }
             return;
         }
@@ -646,6 +656,38 @@ impl Recognizer {
             recognition.selected.clear();
             self.by_meaning(sims, recognition);
         }
+    }
+
+    /// Plans the lexical stage's best plausible card (on more than generic words) when the
+    /// encoder agrees ([`AGREE`](super::semantic_stage::AGREE)): two independent readings of the query
+    /// pointing at one card ("Can I get a club sandwich sent up to room 715?": the room-service
+    /// card by words, narrowly, and by meaning). Negated cards take no part. Returns whether it
+    /// planned one.
+    #[cfg(feature = "semantic")]
+    fn agreed(&self, sims: &[super::semantic_stage::Similarity], recognition: &mut Recognition) -> bool {
+        use super::semantic_stage::{confidence, AGREE, DISAGREE, MARGIN};
+        // Evidence beyond generic words (capped at GENERIC_ONLY): "book a table" is no agreement
+        // with a doctor card whose example books a doctor.
+        let plausible = |c: &&CardScore| c.confidence >= DISAGREE && c.raw > GENERIC_ONLY;
+        let Some(lexical) = self.lexical_best(recognition).filter(plausible) else {
+            return false;
+        };
+        let negated = |s: &&super::semantic_stage::Similarity| {
+            recognition.score(&self.cards[s.card as usize].id).is_some_and(CardScore::negated)
+        };
+        let mut near = sims.iter().filter(|s| !negated(s));
+        let (Some(&first), second) = (near.next(), near.next().map_or(-1.0, |s| s.cosine)) else {
+            return false;
+        };
+        if self.cards[first.card as usize].id != lexical.id || first.cosine < AGREE || first.cosine - second < MARGIN {
+            return false;
+        }
+        let (id, conf) = (lexical.id.clone(), lexical.confidence.max(round2(confidence(first.cosine))));
+        recognition.uncertain.retain(|c| c.id != id);
+        recognition.selected.push(Selected { id, offset: 0, confidence: conf });
+        recognition.by_meaning = true;
+        self.note_semantic(first, recognition);
+        true
     }
 
     /// Whether `span` of the query names anything beyond generic actions, values and when: a

@@ -633,6 +633,18 @@ pub struct Word {
     pub end: usize,
 }
 
+/// The particles of English phrasal verbs whose closed compound is a noun of its own
+/// ("checkout", "setup", "rollback"). Not "in" and "on": as prepositions they follow any word
+/// ("rain in Shanghai"); their compounds ("login", "check-in") are phrases of the lexicon.
+const PARTICLES: &[&str] = &["out", "up", "off", "down", "back", "over"];
+
+/// A word that can head a phrasal verb: three letters or more, letters only (a stop word too:
+/// "check", "set" and "pick" are common verbs; a join no card spells, such as "wasout", meets
+/// nothing).
+fn is_plain_word(w: &Word) -> bool {
+    w.surface.len() >= 3 && w.surface.chars().all(|c| c.is_ascii_alphabetic())
+}
+
 /// Every Latin word of a normalized text (stop words included).
 pub fn words(norm: &str) -> Vec<Word> {
     latin_words(norm).into_iter().map(|(w, s, e)| Word { stem: word_stem(&w), surface: w, start: s, end: e }).collect()
@@ -697,6 +709,16 @@ pub fn analyze_normalized(norm: &Normalized) -> Vec<Token> {
             continue;
         }
         push(&mut out, w.stem.clone(), TokKind::Word, w.start, w.end);
+    }
+    // A phrasal verb is also its closed compound ("check out" / "check-out" / "checkout", "back
+    // up" / "backup", "pick up" / "pickup"), so either spelling meets the other.
+    for pair in words.windows(2) {
+        let (verb, particle) = (&pair[0], &pair[1]);
+        let adjacent = particle.start - verb.end <= 1;
+        if adjacent && PARTICLES.contains(&particle.surface.as_str()) && is_plain_word(verb) {
+            let joined = word_stem(&format!("{}{}", verb.surface, particle.surface));
+            push(&mut out, joined, TokKind::Word, verb.start, particle.end);
+        }
     }
     // Concepts.
     let lex = &*LEXICON;
@@ -800,6 +822,11 @@ mod tests {
         let concepts = terms("Can someone pick me up at Pudong Airport?", TokKind::Concept);
         assert!(concepts.contains(&"#pickup".to_string()) && concepts.contains(&"#airport".to_string()));
         assert!(terms("flight CA1234", TokKind::Word) == ["flight"]);
+        // A phrasal verb is also its closed compound, in either spelling.
+        for q in ["Can I check out at 3pm?", "a late check-out", "late checkout"] {
+            assert!(terms(q, TokKind::Word).contains(&"checkout".to_string()), "{q}");
+        }
+        assert!(terms("roll the database back up", TokKind::Word).contains(&"backup".to_string()));
     }
 
     #[test]

@@ -184,6 +184,17 @@ impl TurnDecision {
     }
 }
 
+/// Whether the cancel words of a turn with nothing pending only set a card aside while the turn
+/// asks for another: a negated card beside a plausible one ("Never mind the test drive, I just
+/// want to know what my old car is worth"). Such a turn is recognized like any other, never
+/// acknowledged as a cancel.
+fn asks_past_a_negation(recognition: &crate::matching::Recognition) -> bool {
+    use crate::matching::recognize::{CardScore, UNCERTAIN};
+    recognition.candidates.iter().any(CardScore::negated)
+        && (recognition.uncertain.iter().chain(&recognition.candidates))
+            .any(|c| !c.negated() && c.confidence >= UNCERTAIN)
+}
+
 /// Plans one turn against `registry` (rule mode). The order of the rules:
 /// 1. sensitive content or a request for a human -> escalate;
 /// 2. with a pending clarification: a turn naming another agent re-routes; cancel words cancel;
@@ -250,7 +261,7 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
                 return resumed;
             }
         }
-    } else if cancel && hits.is_empty() {
+    } else if cancel && hits.is_empty() && !asks_past_a_negation(&recognition) {
         return decide(result, "cancel words, nothing pending", Decision::Cancel);
     }
 
