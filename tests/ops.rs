@@ -810,17 +810,40 @@ async fn a_connection_that_sends_nothing_is_closed_after_the_header_timeout() {
     assert_eq!(reqwest::get(format!("http://{addr}/healthz")).await.unwrap().status(), 200);
 }
 
-/// Sends `request` on a new connection to `addr` and reads until the server closes it (bounded).
+/// Sends `request` on a new connection to `addr` and reads one whole response (its head and its
+/// `content-length` body), or until the server closes the connection (bounded). A head too large
+/// for the parser is refused by the parser, which closes the connection; one it could read whole
+/// is refused by the router, which may keep the connection open.
 async fn raw_exchange(addr: std::net::SocketAddr, request: &[u8]) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
     // The server may answer and close before the whole request is written.
     let _ = conn.write_all(request).await;
     let mut response = Vec::new();
-    let read = tokio::time::timeout(Duration::from_secs(10), conn.read_to_end(&mut response)).await;
-    match read.expect("the server answered and closed") {
-        Ok(_) => {}
-        // A reset after the answer (the rest of the request unread): what was read counts.
+    let whole = |got: &[u8]| {
+        let text = String::from_utf8_lossy(got);
+        text.split_once("\r\n\r\n").is_some_and(|(head, body)| {
+            let len = head.lines().find_map(|l| {
+                l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>())
+            });
+            len.and_then(Result::ok).is_some_and(|len| body.len() >= len)
+        })
+    };
+    let read = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut buf = [0u8; 8192];
+        while !whole(&response) {
+            match conn.read(&mut buf).await {
+                Ok(0) => break,
+                Ok(n) => response.extend_from_slice(&buf[..n]),
+                // A reset after the answer: what was read counts.
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    })
+    .await;
+    match read.expect("the server answered") {
+        Ok(()) => {}
         Err(e) => assert!(!response.is_empty(), "no answer: {e}"),
     }
     String::from_utf8_lossy(&response).into_owned()
@@ -829,7 +852,9 @@ async fn raw_exchange(addr: std::net::SocketAddr, request: &[u8]) -> String {
 #[tokio::test]
 async fn requests_the_http_parser_refuses_get_the_json_error_too() {
     // Issue 12 #10: past the parser's own limits (512 headers, ~400 KiB of head) the 431 came from
-    // hyper with an empty body; a request line it cannot parse got an empty 400.
+    // hyper with an empty body; a request line it cannot parse got an empty 400. (Whether the
+    // parser or the router's 64 KiB header limit refuses the 500 KiB head depends on how the
+    // parser's reads fall: either way the answer is the JSON error.)
     let app = spawn_app_with(Setup::default(), |_| {}).await;
     let addr = serve_in_process(&app, switchboard::app::ServeOptions::default()).await;
     let many: String = (0..600).map(|i| format!("x-h{i}: v\r\n")).collect();

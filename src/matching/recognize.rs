@@ -854,14 +854,29 @@ impl Recognizer {
                 vec![best]
             }
             (Verdict::Offer(offered), _) => {
-                // After the lexical stage's own plausible cards, in its order (topical ones
-                // first), the cards nearest in meaning that it did not find.
+                // The lexical stage's plausible cards and the cards nearest in meaning that it
+                // did not find.
                 for s in &offered {
                     let id = &self.cards[s.card as usize].id;
                     if !recognition.uncertain.iter().any(|c| &c.id == id) {
                         recognition.uncertain.push(self.semantic_entry(s));
                     }
                 }
+                // First the cards sharing the query's topic that the lexical stage finds plausible
+                // (from TOPIC_RIVAL: a flight card for "订一张去北京的机票", before a hotel card
+                // whose example reads alike), then best first by either stage: a card's lexical
+                // confidence or, when offered, the confidence of its closeness in meaning (a near
+                // card of the encoder before a card met on one shared word).
+                let conf = |c: &CardScore| {
+                    let near = offered.iter().find(|s| self.cards[s.card as usize].id == c.id);
+                    near.map_or(c.confidence, |s| c.confidence.max(confidence(s.cosine)))
+                };
+                let topical = |c: &CardScore| {
+                    recognition.topical.contains(&c.id) && c.confidence >= super::semantic_stage::TOPIC_RIVAL
+                };
+                let mut uncertain = std::mem::take(&mut recognition.uncertain);
+                uncertain.sort_by(|a, b| topical(b).cmp(&topical(a)).then(conf(b).total_cmp(&conf(a))));
+                recognition.uncertain = uncertain;
                 offered
             }
         };
