@@ -15,13 +15,13 @@ use crate::config::{GuardrailSettings, InjectionAction};
 /// The built-in patterns (used when `guardrails.injection_patterns` is empty).
 pub const DEFAULT_PATTERNS: &[&str] = &[
     // "ignore / disregard / forget (all) (the) previous instructions", and "override the rules".
-    r"\b(ignore|disregard|forget|skip|bypass|override)\b.{0,40}\b(instructions?|prompts?|rules|directions|guidelines|guardrails|restrictions)\b",
-    r"\bsystem\s+(prompt|message|instructions?)\b",
-    r"\b(reveal|show|print|repeat|leak|output)\b.{0,30}\b(your|the|hidden|initial)\s+(prompt|instructions)\b",
-    r"\byou\s+are\s+now\b",
-    r"\b(pretend|act)\s+(to\s+be|as|like)\b.{0,30}\b(unrestricted|unfiltered|jailbroken|without\s+(any\s+)?(rules|limits|restrictions))\b",
-    r"\b(jailbreak|developer\s+mode|DAN\s+mode|do\s+anything\s+now)\b",
-    r"\bnew\s+instructions\s*:",
+    r"(?-u:\b)(ignore|disregard|forget|skip|bypass|override)(?-u:\b).{0,40}(?-u:\b)(instructions?|prompts?|rules|directions|guidelines|guardrails|restrictions)(?-u:\b)",
+    r"(?-u:\b)system\s+(prompt|message|instructions?)(?-u:\b)",
+    r"(?-u:\b)(reveal|show|print|repeat|leak|output)(?-u:\b).{0,30}(?-u:\b)(your|the|hidden|initial)\s+(prompt|instructions)(?-u:\b)",
+    r"(?-u:\b)you\s+are\s+now(?-u:\b)",
+    r"(?-u:\b)(pretend|act)\s+(to\s+be|as|like)(?-u:\b).{0,30}(?-u:\b)(unrestricted|unfiltered|jailbroken|without\s+(any\s+)?(rules|limits|restrictions))(?-u:\b)",
+    r"(?-u:\b)(jailbreak|developer\s+mode|DAN\s+mode|do\s+anything\s+now)(?-u:\b)",
+    r"(?-u:\b)new\s+instructions\s*:",
     r"(忽略|无视|忘记|忘掉|跳过|绕过).{0,20}(指令|指示|提示|规则|设定|要求|限制)",
     r"系统提示|系统指令|系统消息",
     r"你现在是",

@@ -35,6 +35,10 @@ fn re(p: &str) -> Regex {
     Regex::new(p).expect("static regex")
 }
 
+// Word boundaries are ASCII ones, `(?-u:\b)`: a Unicode `\b` makes the regex engine's fast
+// automaton give up on any Chinese text and search with a slower one, on every turn; and for
+// these English words an ASCII boundary is the right one ("明天tomorrow" holds "tomorrow").
+
 /// A number of 1-3 Arabic digits or Chinese numerals (`十二`, `两`, `二十三`).
 const NUM: &str = "[0-9零〇一二两三四五六七八九十]{1,3}";
 /// A part of the day before a clock time.
@@ -44,25 +48,28 @@ static ISO_DATE: LazyLock<Regex> = LazyLock::new(|| re(r"(\d{4})[-/.](\d{1,2})[-
 static CN_DATE: LazyLock<Regex> = LazyLock::new(|| re(&format!(r"(?:(\d{{4}})年)?({NUM})月({NUM})[日号]")));
 /// A day of the month alone (5号, 二十号, 下个月3号, the 5th).
 static DAY_ONLY: LazyLock<Regex> = LazyLock::new(|| {
-    re(&format!(r"(?i)(下个?月|这个?月|本月)?({NUM})[日号]|\b(?:on\s+)?the\s+(\d{{1,2}})(?:st|nd|rd|th)\b"))
+    re(&format!(r"(?i)(下个?月|这个?月|本月)?({NUM})[日号]|(?-u:\b)(?:on\s+)?the\s+(\d{{1,2}})(?:st|nd|rd|th)(?-u:\b)"))
 });
 /// Characters after 号 that make it a number of something else (3号线, 5号楼, T2号航站楼).
 const NOT_A_DAY_AFTER: &str = "楼线门房厅位台座桌码机院室栋航窗车床柜口";
 static EN_MONTH_DAY: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?\b")
+    re(r"(?i)(?-u:\b)(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(\d{1,2})(?:st|nd|rd|th)?(?-u:\b)")
 });
 static RELATIVE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)大后天|后天|明天|明日|明早|明晚|今天|今日|今早|今晚|day after tomorrow|\btomorrow\b|\btoday\b|\btonight\b")
+    re(
+        r"(?i)大后天|后天|明天|明日|明早|明晚|今天|今日|今早|今晚|day after tomorrow|(?-u:\b)tomorrow(?-u:\b)|(?-u:\b)today(?-u:\b)|(?-u:\b)tonight(?-u:\b)",
+    )
 });
 static CN_WEEKDAY: LazyLock<Regex> =
     LazyLock::new(|| re(r"(下下个?|下个?|上个?|本|这个?)?(?:周|星期|礼拜)([一二三四五六日天1-7])"));
 static EN_WEEKDAY: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)\b(?:(next|this|coming)\s+)?(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b")
+    re(r"(?i)(?-u:\b)(?:(next|this|coming)\s+)?(monday|tuesday|wednesday|thursday|friday|saturday|sunday)(?-u:\b)")
 });
 static CLOCK: LazyLock<Regex> = LazyLock::new(|| re(&format!(r"{DAYPART}(\d{{1,2}})[:：]([0-5]\d)")));
 static CN_CLOCK: LazyLock<Regex> =
     LazyLock::new(|| re(&format!(r"{DAYPART}({NUM})[点时](?:(半)|([一三])刻|({NUM})分|(\d{{2}})|(钟|整))?")));
-static EN_CLOCK: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)\b(\d{1,2})(?::([0-5]\d))?\s*([ap])\.?m\b\.?"));
+static EN_CLOCK: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)(?-u:\b)(\d{1,2})(?::([0-5]\d))?\s*([ap])\.?m(?-u:\b)\.?"));
 static ISO_DATETIME: LazyLock<Regex> = LazyLock::new(|| re(r"(\d{4}-\d{2}-\d{2})[T ](\d{2}:\d{2})"));
 
 /// A number written in Arabic digits or Chinese numerals, 0-99 (`十二` = 12, `二十` = 20,

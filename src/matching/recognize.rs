@@ -2063,14 +2063,16 @@ macro_rules! adds_zh {
 }
 
 /// Connectives adding a request ("A, and also B"): both sides are requests of their own.
-static ADDS: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(concat!(adds_zh!(), r"|\b(?:and|then|also|plus|as well as)\b")).expect("static regex"));
+static ADDS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(adds_zh!(), r"|(?-u:\b)(?:and|then|also|plus|as well as)(?-u:\b)")).expect("static regex")
+});
 
 /// The connectives of [`ADDS`] but English "and" and "then", which also join the sentences of a
 /// story ("it spins forever and then shows error 1003").
 #[cfg(feature = "semantic")]
-static ALSO: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(concat!(adds_zh!(), r"|\b(?:also|plus|as well as)\b")).expect("static regex"));
+static ALSO: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(adds_zh!(), r"|(?-u:\b)(?:also|plus|as well as)(?-u:\b)")).expect("static regex")
+});
 
 /// Whether the query names the card: a keyword, or an entity with words of the card beside it (a
 /// value alone, such as a flat number given as context, asks for nothing). A card selected
@@ -2109,7 +2111,10 @@ fn picks(
 /// and / & / plus / as well as), with nothing but short filler besides.
 fn coordinated(query: &str, a: (usize, usize), b: (usize, usize)) -> bool {
     static AND: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
-        Regex::new(r"(?i)和|跟|与|及|、|还有|也要|\band\b|&|\bplus\b|\bas well as\b").expect("static regex")
+        Regex::new(
+            r"(?i)和|跟|与|及|、|还有|也要|(?-u:\b)and(?-u:\b)|&|(?-u:\b)plus(?-u:\b)|(?-u:\b)as well as(?-u:\b)",
+        )
+        .expect("static regex")
     });
     let (s, e) = if a.1 <= b.0 {
         (a.1, b.0)
@@ -2275,7 +2280,7 @@ fn merge(per_card: &mut HashMap<u32, CardAgg>, scored: Vec<ClauseScore>, clause:
 /// Parts of a day and of a week, said alone ("下午", "this weekend"): when, not what.
 static DAYPARTS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)上午|下午|中午|晚上|早上|傍晚|凌晨|今晚|明晚|明早|周末|礼拜天|\b(?:this |tomorrow |on )?(?:morning|afternoon|evening|tonight|weekend)s?\b",
+        r"(?i)上午|下午|中午|晚上|早上|傍晚|凌晨|今晚|明晚|明早|周末|礼拜天|(?-u:\b)(?:this |tomorrow |on )?(?:morning|afternoon|evening|tonight|weekend)s?(?-u:\b)",
     )
     .expect("the dayparts compile")
 });
@@ -2320,7 +2325,7 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
             r"[，,。；;!！？?、\n]+|\.(?:\s|$)+|\s*(?:",
             adds_zh!(),
             r"|但是|不过|可是|而是)\s*|",
-            r"\b(?:and|then|also|plus|but|as well as)\b"
+            r"(?-u:\b)(?:and|then|also|plus|but|as well as)(?-u:\b)"
         ))
         .expect("static regex")
     });
@@ -2395,21 +2400,22 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
             (Regex::new(r"不用|不要|不需要|不必|别|取消|算了|不想|不是|不打算|先不").expect("static regex"), 0),
             (
                 Regex::new(concat!(
-                    r"\b(?:don't|dont|do not|no need to|no need for|no longer|never mind|forget about|forget the|",
+                    r"(?-u:\b)(?:don't|dont|do not|no need to|no need for|no longer|never mind|forget about|forget the|",
                     r"skip|(?:didn't|did not|don't|do not) mean|(?:wasn't|was not|i'm not|not) (?:asking|looking) for|",
-                    r"(?:wasn't|was not|i'm not|not) asking about)\b"
+                    r"(?:wasn't|was not|i'm not|not) asking about)(?-u:\b)"
                 ))
                 .expect("static regex"),
                 48,
             ),
-            (Regex::new(r"\b(?:instead of|rather than)\b").expect("static regex"), 48),
-            (Regex::new(r"\bnot\b").expect("static regex"), 16),
+            (Regex::new(r"(?-u:\b)(?:instead of|rather than)(?-u:\b)").expect("static regex"), 48),
+            (Regex::new(r"(?-u:\b)not(?-u:\b)").expect("static regex"), 16),
             (Regex::new(r"而不是").expect("static regex"), 0),
         ]
     });
     // A contrast ends a Chinese cue's scope: "别订酒店只看看北京天气".
     static CONTRAST: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
-        Regex::new(r"只|而是|改成|改为|换成|还是|就|但|\bjust\b|\bonly\b|\bbut\b").expect("static regex")
+        Regex::new(r"只|而是|改成|改为|换成|还是|就|但|(?-u:\b)just(?-u:\b)|(?-u:\b)only(?-u:\b)|(?-u:\b)but(?-u:\b)")
+            .expect("static regex")
     });
     let text = norm.text.as_str();
     let mut out = Vec::new();

@@ -3,6 +3,8 @@
 //! case), a card's [`TermMatcher`] (keywords, name, examples), the simple-intent word lists'
 //! [`LexiconMatcher`] and [`normalize`].
 
+use aho_corasick::AhoCorasick;
+
 use crate::text::{Lexicon, Lexicons};
 
 /// A prepared search term: lower-cased, with its script class.
@@ -98,8 +100,9 @@ pub fn normalize(text: &str) -> String {
 /// once per registry load.
 #[derive(Debug, Clone)]
 pub struct LexiconMatcher {
-    /// One list of terms per [`Lexicon`], in [`Lexicon::ALL`] order.
-    lists: Vec<Vec<Term>>,
+    /// Per [`Lexicon`], in [`Lexicon::ALL`] order: one automaton over all its terms (`None` for
+    /// an empty list) and the terms, by pattern id.
+    lists: Vec<Option<(AhoCorasick, Vec<Term>)>>,
 }
 
 impl LexiconMatcher {
@@ -107,15 +110,26 @@ impl LexiconMatcher {
     pub fn new(lexicons: &Lexicons) -> Self {
         let lists = Lexicon::ALL
             .iter()
-            .map(|l| lexicons.words(*l).iter().map(|w| Term::new(w)).filter(|t| !t.is_empty()).collect())
+            .map(|l| {
+                let terms: Vec<Term> =
+                    lexicons.words(*l).iter().map(|w| Term::new(w)).filter(|t| !t.is_empty()).collect();
+                let automaton = AhoCorasick::new(terms.iter().map(Term::text)).ok()?;
+                (!terms.is_empty()).then_some((automaton, terms))
+            })
             .collect();
         Self { lists }
     }
 
-    /// `true` when `lower_text` (already lower-cased) holds a word of `lexicon`.
+    /// `true` when `lower_text` (already lower-cased) holds a word of `lexicon` (as
+    /// [`find_term`] matches: a whole word for an ASCII term). One pass over the text whatever
+    /// the size of the list; overlapping matches are all seen, so a term failing the word test
+    /// ("hi" in "this") hides no other.
     pub fn matches(&self, lexicon: Lexicon, lower_text: &str) -> bool {
         let index = Lexicon::ALL.iter().position(|l| *l == lexicon).unwrap_or_default();
-        self.lists.get(index).is_some_and(|terms| terms.iter().any(|t| find_term(lower_text, t).is_some()))
+        let Some(Some((automaton, terms))) = self.lists.get(index) else { return false };
+        automaton
+            .find_overlapping_iter(lower_text)
+            .any(|m| terms[m.pattern().as_usize()].matches_at(lower_text, m.start()))
     }
 }
 
@@ -130,5 +144,21 @@ mod tests {
         assert_eq!(find_term("hotels", &Term::new("hotel")), None);
         assert_eq!(find_term("订hotel", &Term::new("hotel")), Some(3));
         assert_eq!(find_term("this is it", &Term::new("hi")), None);
+    }
+
+    #[test]
+    fn a_lexicon_matches_as_its_terms_do() {
+        let lexicons = Lexicons::shipped();
+        let m = LexiconMatcher::new(lexicons);
+        assert!(m.matches(Lexicon::Cancel, "never mind"));
+        assert!(m.matches(Lexicon::Cancel, "算了吧"));
+        // Whole words for ASCII terms: "exit" inside "exits" is no match, and a failed
+        // candidate hides no other one that overlaps it.
+        assert!(!m.matches(Lexicon::Cancel, "exits of the airport"));
+        assert!(m.matches(Lexicon::Cancel, "exits, exit"));
+        for (lexicon, text) in [(Lexicon::Cancel, "please cancel"), (Lexicon::Greeting, "hello there")] {
+            let slow = lexicons.words(lexicon).iter().any(|w| find_term(text, &Term::new(w)).is_some());
+            assert_eq!(m.matches(lexicon, text), slow, "{text}");
+        }
     }
 }
