@@ -139,7 +139,8 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for MaskingStderr {
     }
 }
 
-/// Installs the global subscriber: `RUST_LOG` filter (default `info`), text or JSON, and — built
+/// Installs the global subscriber: `RUST_LOG` filter (default `info`), text (coloured only on a
+/// terminal, and not with `NO_COLOR` set) or JSON, and — built
 /// with `--features otel` and `OTEL_EXPORTER_OTLP_ENDPOINT` set — OTLP export of the spans.
 pub fn init() {
     use tracing_subscriber::layer::SubscriberExt;
@@ -156,7 +157,9 @@ pub fn init() {
             .with_writer(MaskingStderr)
             .boxed()
     } else {
-        tracing_subscriber::fmt::layer().with_writer(MaskingStderr).boxed()
+        // Colours only for a terminal: a log file or collector gets plain text.
+        let ansi = std::io::IsTerminal::is_terminal(&io::stderr()) && std::env::var_os("NO_COLOR").is_none();
+        tracing_subscriber::fmt::layer().with_ansi(ansi).with_writer(MaskingStderr).boxed()
     };
     let registry = tracing_subscriber::registry().with(filter).with(fmt);
     #[cfg(feature = "otel")]
