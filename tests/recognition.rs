@@ -348,6 +348,8 @@ fn recognition_report_seventeenth_config_written_blind() {
 #[test]
 fn recognition_report_eighteenth_config_written_blind() {
     // First run, before any reading of its misses: 38/60, paraphrases 18/32, out of scope 4/5.
+    // Then, with the agreement rule and the phrasal-verb compounds made after reading them: 40/60,
+    // 19/32.
     assert_floors(&evaluate("eighteenth_queries.yaml"), 63.0, 56.0, 80.0);
 }
 
@@ -356,6 +358,7 @@ fn recognition_report_eighteenth_config_written_blind() {
 #[test]
 fn recognition_report_nineteenth_config_written_blind() {
     // First run, before any reading of its misses: 42/60, paraphrases 22/32, out of scope 2/5.
+    // Unchanged in exact sets by the rules that followed (one more miss asked with its card).
     assert_floors(&evaluate("nineteenth_queries.yaml"), 70.0, 68.0, 40.0);
 }
 
