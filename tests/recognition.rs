@@ -62,9 +62,9 @@ fn sorted(v: &[String]) -> Vec<String> {
     v
 }
 
-/// The agents `query` is planned for (nothing for a direct answer or escalation), and the
-/// candidates of the did-you-mean question it asks instead, if any.
-fn routed(reg: &Registry, query: &str) -> (Vec<String>, Vec<String>) {
+/// The rule planner's decision for `query` as the first turn of a thread (nothing pending, no
+/// values), on the eval's fixed date.
+fn first_turn(reg: &Registry, query: &str) -> planner::TurnDecision {
     let empty = Map::new();
     let input = TurnInput {
         query,
@@ -78,7 +78,13 @@ fn routed(reg: &Registry, query: &str) -> (Vec<String>, Vec<String>) {
         plan_id: "eval",
         lang: switchboard::text::Lang::detect(query),
     };
-    let turn = planner::plan_turn(reg, input);
+    planner::plan_turn(reg, input)
+}
+
+/// The agents `query` is planned for (nothing for a direct answer or escalation), and the
+/// candidates of the did-you-mean question it asks instead, if any.
+fn routed(reg: &Registry, query: &str) -> (Vec<String>, Vec<String>) {
+    let turn = first_turn(reg, query);
     match turn.decision {
         Decision::Plan { .. } => (turn.intent.agents, Vec::new()),
         Decision::Choose(q) => {
@@ -678,18 +684,5 @@ fn cancel_words_that_set_a_card_aside_do_not_cancel_the_turn() {
     // With the encoder, the trade-in card is what it plans or offers first.
     #[cfg(feature = "semantic")]
     assert_eq!(agents.first().or(offered.first()).map(String::as_str), Some("trade_in_agent"), "{offered:?}");
-    let empty = Map::new();
-    let input = TurnInput {
-        query: "never mind",
-        slots: &empty,
-        session_slots: &empty,
-        pending: None,
-        pending_plan_id: None,
-        choice: None,
-        previous: None,
-        today: NaiveDate::from_ymd_opt(2026, 11, 23).unwrap(),
-        plan_id: "eval",
-        lang: switchboard::text::Lang::detect("never mind"),
-    };
-    assert!(matches!(planner::plan_turn(&registry, input).decision, Decision::Cancel));
+    assert!(matches!(first_turn(&registry, "never mind").decision, Decision::Cancel));
 }
