@@ -44,16 +44,6 @@ fn is_required(schema: &Value, key: &str) -> bool {
     schema["required"].as_array().is_some_and(|r| r.iter().any(|k| k == key))
 }
 
-/// The input-schema errors of `inputs`, each with its JSON pointer (empty when valid).
-pub(crate) fn input_errors(agent: &CapabilityCard, inputs: &Value) -> Vec<String> {
-    agent
-        .input_validator
-        .iter_errors(inputs)
-        .take(5)
-        .map(|e| format!("{} at {:?}", e, e.instance_path().as_str()))
-        .collect()
-}
-
 struct Generator<'a> {
     root: &'a Value,
     fill: Fill,

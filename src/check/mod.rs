@@ -320,7 +320,7 @@ fn cases(agent: &CapabilityCard, checks: &mut Checks) -> Vec<Case> {
     ];
     for (n, (name, fill, example, with_deps)) in specs.into_iter().enumerate() {
         let inputs = inputs::inputs(agent, fill, &message(example));
-        let errors = inputs::input_errors(agent, &inputs);
+        let errors = agent.input_errors(&inputs);
         if !errors.is_empty() {
             checks.add(
                 name,

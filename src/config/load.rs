@@ -213,12 +213,12 @@ fn load_inner(
         }])
     })?;
 
-    let schema_errors: Vec<ConfigError> = CONFIG_VALIDATOR
-        .iter_errors(&value)
-        .map(|e| ConfigError::at(&file_name, e.instance_path().to_string(), e.to_string()))
-        .collect();
-    if !schema_errors.is_empty() {
-        let mut errors = schema_errors;
+    // A valid file (nearly every load) takes the validator's fast yes / no path.
+    if !CONFIG_VALIDATOR.is_valid(&value) {
+        let mut errors: Vec<ConfigError> = CONFIG_VALIDATOR
+            .iter_errors(&value)
+            .map(|e| ConfigError::at(&file_name, e.instance_path().to_string(), e.to_string()))
+            .collect();
         let more = cross_check_intact_agents(&value, &errors, text, path, base_dir, env, touched);
         errors.extend(more);
         return Err(ConfigErrors(errors));
@@ -317,7 +317,7 @@ fn cross_check_intact_agents(
         return Vec::new();
     }
     *agents = kept.iter().map(|&i| agents[i].clone()).collect();
-    if CONFIG_VALIDATOR.iter_errors(&intact).next().is_some() {
+    if !CONFIG_VALIDATOR.is_valid(&intact) {
         return Vec::new();
     }
     let Ok(file) = serde_json::from_value::<ConfigFile>(intact) else { return Vec::new() };

@@ -189,12 +189,7 @@ impl Dispatcher {
 
 /// Checks the reply's `output` against the card's output schema.
 fn accept(agent: &CapabilityCard, reply: AgentReply) -> Result<AgentReply, DispatchError> {
-    let errors: Vec<String> = agent
-        .output_validator
-        .iter_errors(&reply.output)
-        .take(5)
-        .map(|e| format!("{} at {:?}", e, e.instance_path().as_str()))
-        .collect();
+    let errors = agent.output_errors(&reply.output);
     if errors.is_empty() {
         Ok(reply)
     } else {

@@ -243,12 +243,7 @@ impl Executor {
         let task = &plan.sub_tasks[i];
         let user = ctx.principal.as_ref().map(|p| p.context());
         let inputs = Value::Object(task.inputs.clone());
-        let errors: Vec<String> = agent
-            .input_validator
-            .iter_errors(&inputs)
-            .take(5)
-            .map(|e| format!("{} at {:?}", e, e.instance_path().as_str()))
-            .collect();
+        let errors = agent.input_errors(&inputs);
         if !errors.is_empty() {
             return Err(DispatchError::InvalidInputs(errors.join("; ")));
         }

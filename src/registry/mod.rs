@@ -121,6 +121,16 @@ impl KeyDef {
     }
 }
 
+/// At most five messages ("… at \"/pointer\"") for what `value` breaks of `validator`'s schema.
+/// A valid value (every dispatch's inputs and outputs, nearly always) is checked by the
+/// validator's fast yes / no path and costs no error iterator.
+fn schema_errors(validator: &jsonschema::Validator, value: &Value) -> Vec<String> {
+    if validator.is_valid(value) {
+        return Vec::new();
+    }
+    validator.iter_errors(value).take(5).map(|e| format!("{} at {:?}", e, e.instance_path().as_str())).collect()
+}
+
 /// A capability card, validated and compiled.
 #[derive(Debug)]
 pub struct CapabilityCard {
@@ -154,6 +164,18 @@ impl CapabilityCard {
     /// The agent id.
     pub fn id(&self) -> &str {
         &self.spec.id
+    }
+
+    /// Why `inputs` does not satisfy the card's input schema: at most five messages, each with
+    /// its JSON pointer; empty when it does.
+    pub fn input_errors(&self, inputs: &Value) -> Vec<String> {
+        schema_errors(&self.input_validator, inputs)
+    }
+
+    /// Why `output` (a reply's `output` object) does not satisfy the card's output schema, as
+    /// [`input_errors`](Self::input_errors).
+    pub fn output_errors(&self, output: &Value) -> Vec<String> {
+        schema_errors(&self.output_validator, output)
     }
 
     /// The sub-agent protocol.
