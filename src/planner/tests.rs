@@ -11,7 +11,12 @@ use super::*;
 use crate::registry::RegistryHandle;
 
 fn registry() -> Arc<Registry> {
-    RegistryHandle::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join("agents_config.yaml")).unwrap().load()
+    registry_at("agents_config.yaml")
+}
+
+/// The snapshot of the config at `path` (relative to the repository root).
+fn registry_at(path: &str) -> Arc<Registry> {
+    RegistryHandle::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join(path)).unwrap().load()
 }
 
 fn today() -> NaiveDate {
@@ -93,11 +98,7 @@ fn turns_without_pending_work() {
 /// human on its own, not in a complaints card's "投诉骑手". The safety lists are never set aside.
 #[test]
 fn a_card_keyword_outranks_a_simple_intent_word_inside_it() {
-    let reg = RegistryHandle::open(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/eval/sixteenth/agents_config.yaml"),
-    )
-    .unwrap()
-    .load();
+    let reg = registry_at("tests/fixtures/eval/sixteenth/agents_config.yaml");
     let cases = [
         ("我要投诉骑手，态度太差了", "Fresh:rider_complaint_agent"),
         ("我要投诉", "escalate:UserRequested"),
