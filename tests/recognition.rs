@@ -368,6 +368,23 @@ fn recognition_report_nineteenth_config_written_blind() {
     assert_floors(&evaluate("nineteenth_queries.yaml"), 70.0, 68.0, 40.0);
 }
 
+/// The twentieth set (a legal-aid service and a bike / e-scooter sharing app), written blind by a
+/// helper session like the eighteenth, on 26 Nov after the rules above.
+#[test]
+fn recognition_report_twentieth_config_written_blind() {
+    // First run, before any reading of its misses: 43/60, paraphrases 21/32, out of scope 7/8
+    // (chit-chat included).
+    assert_floors(&evaluate("twentieth_queries.yaml"), 71.0, 65.0, 87.0);
+}
+
+/// The twenty-first set (a farmers' co-op and a kindergarten's parent app), written like the
+/// twentieth.
+#[test]
+fn recognition_report_twentyfirst_config_written_blind() {
+    // First run, before any reading of its misses: 36/60, paraphrases 19/32, out of scope 4/8.
+    assert_floors(&evaluate("twentyfirst_queries.yaml"), 60.0, 59.0, 50.0);
+}
+
 /// A lone topical candidate under the selection threshold is planned when no other card comes
 /// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
 /// query asks like one in a single clause.
