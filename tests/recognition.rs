@@ -373,8 +373,8 @@ fn recognition_report_nineteenth_config_written_blind() {
 #[test]
 fn recognition_report_twentieth_config_written_blind() {
     // First run, before any reading of its misses: 43/60, paraphrases 21/32, out of scope 7/8
-    // (chit-chat included).
-    assert_floors(&evaluate("twentieth_queries.yaml"), 71.0, 65.0, 87.0);
+    // (chit-chat included). Then, with retractions ("… actually scratch that, …"): 46/60.
+    assert_floors(&evaluate("twentieth_queries.yaml"), 76.0, 65.0, 87.0);
 }
 
 /// The twenty-first set (a farmers' co-op and a kindergarten's parent app), written like the
@@ -382,7 +382,8 @@ fn recognition_report_twentieth_config_written_blind() {
 #[test]
 fn recognition_report_twentyfirst_config_written_blind() {
     // First run, before any reading of its misses: 36/60, paraphrases 19/32, out of scope 4/8.
-    assert_floors(&evaluate("twentyfirst_queries.yaml"), 60.0, 59.0, 50.0);
+    // Then, with retractions: 37/60.
+    assert_floors(&evaluate("twentyfirst_queries.yaml"), 61.0, 59.0, 50.0);
 }
 
 /// A lone topical candidate under the selection threshold is planned when no other card comes

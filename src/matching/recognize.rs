@@ -504,7 +504,9 @@ impl Recognizer {
         {
             // The query's similarities to the cards: one encoding, made only if a step needs it.
             let sims = std::cell::OnceCell::new();
-            let sims = || sims.get_or_init(|| self.meaning.similarities(query)).clone();
+            // After a retraction, what was meant is what follows it.
+            let meant = parts.cues.iter().filter(|c| c.retracts).map(|c| norm.orig(c.start + c.text.len())).max();
+            let sims = || sims.get_or_init(|| self.meaning.similarities(&query[meant.unwrap_or(0)..])).clone();
             self.drop_weak_companions(query, &picks, sims, &mut recognition);
             let content = || has_content((0, query.len()));
             let cues = !parts.cues.is_empty();
@@ -986,7 +988,7 @@ impl Recognizer {
             let in_clause = |t: &&Token| t.kind == TokKind::Concept && t.start >= cs && t.start < ce;
             let negated = |t: &Token| {
                 cues.iter().any(|c| {
-                    (cs..ce).contains(&norm.orig(c.start))
+                    c.governs(norm, cs, ce)
                         && t.start >= norm.orig(c.scope.0)
                         && t.start < norm.orig(c.scope.1).min(ce)
                 })
@@ -1834,7 +1836,7 @@ fn negation(at: &ClauseAt<'_>, cues: &[Cue], info: &Card, a: &Acc) -> Option<Str
     let (norm, clause) = (at.norm, at.clause);
     let mut negated = None;
     let total: f32 = a.spans.iter().map(|s| s.2).sum();
-    for cue in cues.iter().filter(|c| (clause.start..clause.end).contains(&norm.orig(c.start))) {
+    for cue in cues.iter().filter(|c| c.governs(norm, clause.start, clause.end)) {
         if info.own_text.contains(cue.text.as_str()) {
             continue;
         }
@@ -2391,6 +2393,18 @@ struct Cue {
     text: String,
     start: usize,
     scope: (usize, usize),
+    /// A retraction ("…… 不对，", "… actually scratch that, …"): its scope is what came
+    /// before it in its sentence, so it governs clauses other than its own.
+    retracts: bool,
+}
+
+impl Cue {
+    /// Whether the cue governs evidence of the clause `[start, end)` (query byte offsets): a
+    /// cue of the clause, or a retraction after it.
+    fn governs(&self, norm: &Normalized, start: usize, end: usize) -> bool {
+        let at = norm.orig(self.start);
+        (start..end).contains(&at) || (self.retracts && at >= end && norm.orig(self.scope.0) < end)
+    }
 }
 
 fn find_cues(norm: &Normalized) -> Vec<Cue> {
@@ -2400,7 +2414,7 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
             (Regex::new(r"不用|不要|不需要|不必|别|取消|算了|不想|不是|不打算|先不").expect("static regex"), 0),
             (
                 Regex::new(concat!(
-                    r"(?-u:\b)(?:don't|dont|do not|no need to|no need for|no longer|never mind|forget about|forget the|",
+                    r"(?-u:\b)(?:don't|dont|do not|no need to|no need for|no longer|never mind|forget about|forget the|scratch the|",
                     r"skip|(?:didn't|did not|don't|do not) mean|(?:wasn't|was not|i'm not|not) (?:asking|looking) for|",
                     r"(?:wasn't|was not|i'm not|not) asking about)(?-u:\b)"
                 ))
@@ -2450,8 +2464,53 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
                 end = m.end() + c.start();
             }
             let start = topicalized_object(text, m.start(), m.end()).unwrap_or(m.end());
-            out.push(Cue { text: m.as_str().to_string(), start: m.start(), scope: (start, end) });
+            // "never mind, …" / "forget it." govern what came before, not what follows.
+            if *window > 0 && text[m.end()..].trim_start().starts_with([',', '.', ';', '!', '—', '-']) {
+                end = m.end();
+            }
+            out.push(Cue { text: m.as_str().to_string(), start: m.start(), scope: (start, end), retracts: false });
         }
+    }
+    out.extend(retractions(text));
+    out
+}
+
+/// Retractions: the user takes back what they just said and says what they meant instead
+/// ("帮我看一下租房合同……不对，其实是…", "report a broken scooter - actually no wait, …",
+/// "…… 算了不是这个，我是想问…"). The scope is the sentence before the cue (back to the last
+/// 。！？; or ". " ahead of it, an ellipsis's dots not counted); a cue with nothing after it is no retraction (a bare "算了" is
+/// the planner's cancel). The Chinese cues must stand as an interjection, so a complaint that
+/// something "is wrong" ("账单金额不对", "不对劲") retracts nothing.
+fn retractions(text: &str) -> Vec<Cue> {
+    static RETRACT: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+        Regex::new(concat!(
+            r"(?:^|[，,。.…！!；;、\s~～—-]|哦|噢|喔|啊|呃|嗯)(不对(?:不对)?|(?:我|刚才|刚)?说错了|我搞错了|算了)",
+            r"(?:[，,。.…！!；;\s~～—-]|不是|我|是|还是|其实|$)",
+            r"|(?-u:\b)(actually,? no(?:[,.!;]| wait| sorry)|no,? wait|wait,? no(?-u:\b)|scratch that|",
+            r"forget (?:that|it)(?-u:\b)|never ?mind(?: that)?[,.;!—-]|on second thought|",
+            r"(?:sorry|oops|my bad),? i meant|i meant to say)"
+        ))
+        .expect("static regex")
+    });
+    let mut out = Vec::new();
+    let mut floor = 0;
+    for c in RETRACT.captures_iter(text) {
+        let Some(m) = c.get(1).or_else(|| c.get(2)) else { continue };
+        let before = text[..m.start()].trim_end_matches(|c: char| !c.is_alphanumeric());
+        if before.len() <= floor || !text[m.end()..].chars().any(char::is_alphanumeric) {
+            continue;
+        }
+        let from = before
+            .rfind(['。', '！', '？', '!', '?', '；', ';', '\n'])
+            .map(|i| i + before[i..].chars().next().map_or(1, char::len_utf8))
+            .into_iter()
+            .chain(before.match_indices(". ").filter(|(i, _)| !before[..*i].ends_with('.')).last().map(|(i, _)| i + 2))
+            .max()
+            .unwrap_or(0)
+            .max(floor);
+        let cue = m.as_str().trim_end_matches([',', '.', ';', '!', '—', '-']).to_string();
+        out.push(Cue { text: cue, start: m.start(), scope: (from, m.start()), retracts: true });
+        floor = m.end();
     }
     out
 }
@@ -2944,6 +3003,25 @@ mod tests {
             .all(|c| c.evidence.iter().all(|e| !matches!(e, Evidence::Negated { .. }))));
         let rec = r.recognize("航班取消了，帮我订个酒店");
         assert!(rec.score("flight").is_some_and(|c| c.evidence.iter().all(|e| !matches!(e, Evidence::Negated { .. }))));
+    }
+
+    #[test]
+    fn a_retraction_takes_back_what_came_before_it() {
+        let r = recognizer(CARDS);
+        assert_eq!(ids(&r.recognize("帮我订北京的酒店……不对，查一下北京明天的天气")), ["weather"]);
+        assert_eq!(ids(&r.recognize("帮我订北京的酒店……算了不是这个，我想查北京天气")), ["weather"]);
+        assert_eq!(ids(&r.recognize("Book a hotel in Shanghai... actually no wait, what's the weather there?")), ["weather"]);
+        assert_eq!(ids(&r.recognize("Book a hotel in Shanghai, scratch that, check flight CA1234")), ["flight"]);
+        // Only the sentence before it: an earlier request stands.
+        assert_eq!(ids(&r.recognize("Check flight CA1234. Book a hotel too, no wait, the weather in Shanghai")), ["flight", "weather"]);
+        // "never mind, …" governs nothing after its comma.
+        assert_eq!(ids(&r.recognize("Never mind, book a hotel in Beijing instead")), ["hotel"]);
+        // A complaint that something is wrong, or an A-not-A question, takes nothing back.
+        assert_eq!(ids(&r.recognize("酒店的价格不对，帮我再查一下北京的酒店")), ["hotel"]);
+        assert_eq!(ids(&r.recognize("北京明天下雨对不对，天气怎么样")), ["weather"]);
+        // Nothing after it: no retraction (a bare "算了" is the planner's cancel).
+        assert!(retractions("帮我订酒店，算了").is_empty());
+        assert!(retractions("酒店感觉不对劲").is_empty());
     }
 
     #[test]
