@@ -307,7 +307,7 @@ struct SinkState {
     seq: u64,
     done: bool,
     done_stage: Option<Stage>,
-    tx: mpsc::UnboundedSender<StageEvent>,
+    tx: mpsc::UnboundedSender<Box<StageEvent>>,
 }
 
 /// Numbers events and forwards them, in order, to one receiver. Cheap to clone; usable from
@@ -321,9 +321,22 @@ pub struct EventSink {
     state: Arc<Mutex<SinkState>>,
 }
 
+/// The receiving end of a turn's events. Events travel boxed: the channel allocates its slots
+/// 32 at a time, and 32 boxes (256 bytes) instead of 32 events (about 8.7 KB) is what an open
+/// turn waiting on its sub-agents holds (BENCHMARKS.md, "open streams").
+#[derive(Debug)]
+pub struct EventReceiver(mpsc::UnboundedReceiver<Box<StageEvent>>);
+
+impl EventReceiver {
+    /// The next event; `None` once the sink and all its clones are gone.
+    pub async fn recv(&mut self) -> Option<StageEvent> {
+        self.0.recv().await.map(|event| *event)
+    }
+}
+
 impl EventSink {
     /// A sink for one turn and the receiving end of its stream.
-    pub fn new(session_id: &str, thread_id: &str) -> (Self, mpsc::UnboundedReceiver<StageEvent>) {
+    pub fn new(session_id: &str, thread_id: &str) -> (Self, EventReceiver) {
         let (tx, rx) = mpsc::unbounded_channel();
         let sink = Self {
             session_id: session_id.into(),
@@ -331,7 +344,7 @@ impl EventSink {
             trace_id: None,
             state: Arc::new(Mutex::new(SinkState { seq: 0, done: false, done_stage: None, tx })),
         };
-        (sink, rx)
+        (sink, EventReceiver(rx))
     }
 
     /// The same sink, writing `trace_id` into the first event's `metadata.trace_id`.
@@ -357,7 +370,7 @@ impl EventSink {
         }
         event.session_id = self.session_id.to_string();
         event.thread_id = self.thread_id.to_string();
-        let _ = st.tx.send(event);
+        let _ = st.tx.send(Box::new(event));
     }
 
     /// The stage of the `done` event, once it went out.

@@ -156,14 +156,14 @@ pub fn shutdown_text(registry: &Registry, query: &str) -> String {
 /// synthetic `error` done event with `shutdown_text` ends the stream (the turn itself is cut off at
 /// the same deadline and saved as interrupted).
 pub fn drained(
-    events: tokio::sync::mpsc::UnboundedReceiver<StageEvent>,
+    events: crate::events::EventReceiver,
     shutdown: CancellationToken,
     thread_id: String,
     session_id: String,
     shutdown_text: String,
 ) -> impl futures::Stream<Item = StageEvent> {
     struct St {
-        rx: tokio::sync::mpsc::UnboundedReceiver<StageEvent>,
+        rx: crate::events::EventReceiver,
         shutdown: CancellationToken,
         last_seq: u64,
         ended: bool,

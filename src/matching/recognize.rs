@@ -988,9 +988,7 @@ impl Recognizer {
             let in_clause = |t: &&Token| t.kind == TokKind::Concept && t.start >= cs && t.start < ce;
             let negated = |t: &Token| {
                 cues.iter().any(|c| {
-                    c.governs(norm, cs, ce)
-                        && t.start >= norm.orig(c.scope.0)
-                        && t.start < norm.orig(c.scope.1).min(ce)
+                    c.governs(norm, cs, ce) && t.start >= norm.orig(c.scope.0) && t.start < norm.orig(c.scope.1).min(ce)
                 })
             };
             let mut spans: Vec<(usize, usize)> = tokens
@@ -3010,10 +3008,16 @@ mod tests {
         let r = recognizer(CARDS);
         assert_eq!(ids(&r.recognize("帮我订北京的酒店……不对，查一下北京明天的天气")), ["weather"]);
         assert_eq!(ids(&r.recognize("帮我订北京的酒店……算了不是这个，我想查北京天气")), ["weather"]);
-        assert_eq!(ids(&r.recognize("Book a hotel in Shanghai... actually no wait, what's the weather there?")), ["weather"]);
+        assert_eq!(
+            ids(&r.recognize("Book a hotel in Shanghai... actually no wait, what's the weather there?")),
+            ["weather"]
+        );
         assert_eq!(ids(&r.recognize("Book a hotel in Shanghai, scratch that, check flight CA1234")), ["flight"]);
         // Only the sentence before it: an earlier request stands.
-        assert_eq!(ids(&r.recognize("Check flight CA1234. Book a hotel too, no wait, the weather in Shanghai")), ["flight", "weather"]);
+        assert_eq!(
+            ids(&r.recognize("Check flight CA1234. Book a hotel too, no wait, the weather in Shanghai")),
+            ["flight", "weather"]
+        );
         // "never mind, …" governs nothing after its comma.
         assert_eq!(ids(&r.recognize("Never mind, book a hotel in Beijing instead")), ["hotel"]);
         // A complaint that something is wrong, or an A-not-A question, takes nothing back.

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use serde_json::{json, Map, Value};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tracing::Instrument;
 
 use crate::events::{EventSink, Stage, StageEvent};
@@ -88,7 +88,7 @@ pub struct TurnStream {
     /// Sent back as header `x-trace-id` and in the first event's `metadata.trace_id`.
     pub trace_id: String,
     /// The turn's events, ending with one `done`.
-    pub events: mpsc::UnboundedReceiver<StageEvent>,
+    pub events: crate::events::EventReceiver,
     /// The session as saved at the end of the turn (after the `done` event): for adapters that
     /// show the conversation's state (AG-UI's `STATE_DELTA`). Closed without a value when the
     /// turn saved nothing (a busy thread, a store failure). Dropping it costs the turn nothing.

@@ -636,7 +636,7 @@ fn continued_task(state: &AppState, message: &Message, user: &str) -> Result<Opt
     Ok(Some(task))
 }
 
-type Turn = tokio::sync::mpsc::UnboundedReceiver<StageEvent>;
+type Turn = crate::events::EventReceiver;
 
 /// Applies the turn's events to the task in the background: a `WORKING` status update per stage
 /// event with text, then at the `done` event the answer artifact and the final status. A task
