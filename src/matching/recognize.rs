@@ -22,7 +22,8 @@
 //!      time, number) are no evidence.
 //! 3. Negation and correction cues (不用 / 不要 / 别 / 不需要 / 取消 / 算了 / 不想 / 不是 /
 //!    don't / do not / no need / not / instead of / rather than …) remove, in their clause only,
-//!    the cards whose evidence lies in their scope.
+//!    the cards whose evidence lies in their scope; a retraction ("……不对，" / "actually no
+//!    wait" / "scratch that") removes those named in the sentence before it.
 //! 4. The raw score is mapped to a confidence in [0, 1] (logistic). In a clause, cards found by
 //!    keyword are selected; others when confident and close to the clause's best.
 //!    Confident cards are [`Recognition::selected`] (ordered by first mention); plausible ones
