@@ -689,6 +689,23 @@ fn the_two_stages_agreeing_settle_a_near_tie() {
     assert_eq!(routed(&registry, q).0, ["room_service_agent"]);
 }
 
+/// A card tied with the lexical best (within the ambiguity margin) is planned when it is the
+/// encoder's nearest: the brokerage-account card leads "Move 5,000 from my brokerage cash
+/// balance back to my checking account" on words by a hair, the transfer card by meaning.
+#[cfg(feature = "semantic")]
+#[test]
+fn the_encoder_settles_a_near_tie_for_the_runner_up() {
+    let handle = RegistryHandle::open(&repo().join("tests/fixtures/eval/eleventh/agents_config.yaml")).unwrap();
+    let registry = handle.load();
+    let q = "Move 5,000 from my brokerage cash balance back to my checking account";
+    let rec = registry.recognizer.recognize(q);
+    let raw = |id: &str| rec.score(id).map_or(0.0, |c| c.raw);
+    assert!(raw("brokerage_account_agent") > raw("bank_transfer_agent"), "the lexical best is the other card: {rec:?}");
+    assert_eq!(rec.selected.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), ["bank_transfer_agent"], "{rec:?}");
+    assert!(rec.by_meaning, "{rec:?}");
+    assert_eq!(routed(&registry, q).0, ["bank_transfer_agent"]);
+}
+
 /// "Never mind the X, …" sets a card aside and asks for another: recognized (here a question
 /// with the trade-in card first), never acknowledged as a cancel; "never mind" alone cancels.
 #[test]

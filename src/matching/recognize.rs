@@ -664,8 +664,11 @@ impl Recognizer {
     /// Plans the lexical stage's best plausible card (on more than generic words) when the
     /// encoder agrees ([`AGREE`](super::semantic_stage::AGREE)): two independent readings of the query
     /// pointing at one card ("Can I get a club sandwich sent up to room 715?": the room-service
-    /// card by words, narrowly, and by meaning). Negated cards take no part. Returns whether it
-    /// planned one.
+    /// card by words, narrowly, and by meaning). A plausible card within [`AMBIGUITY`] of the
+    /// lexical best, which the lexical stage cannot tell from it, is planned the same way when it
+    /// is the encoder's nearest ("Move 5,000 from my brokerage cash balance back to my checking
+    /// account": a bank-transfer card tied with the brokerage-account card on words). Negated
+    /// cards take no part. Returns whether it planned one.
     #[cfg(feature = "semantic")]
     fn agreed(&self, sims: &[super::semantic_stage::Similarity], recognition: &mut Recognition) -> bool {
         use super::semantic_stage::{confidence, AGREE, DISAGREE, MARGIN};
@@ -682,7 +685,18 @@ impl Recognizer {
         let (Some(&first), second) = (near.next(), near.next().map_or(-1.0, |s| s.cosine)) else {
             return false;
         };
-        if self.cards[first.card as usize].id != lexical.id || first.cosine < AGREE || first.cosine - second < MARGIN {
+        // The encoder's nearest card is the lexical best, or ties with it (within AMBIGUITY: the
+        // lexical stage could not tell the two apart and would ask).
+        let nearest = &self.cards[first.card as usize].id;
+        let tied = |c: &&CardScore| &c.id == nearest && c.confidence >= lexical.confidence - AMBIGUITY;
+        let Some(lexical) = (if &lexical.id == nearest {
+            Some(lexical)
+        } else {
+            recognition.uncertain.iter().filter(plausible).find(tied)
+        }) else {
+            return false;
+        };
+        if first.cosine < AGREE || first.cosine - second < MARGIN {
             return false;
         }
         let (id, conf) = (lexical.id.clone(), lexical.confidence.max(round2(confidence(first.cosine))));
