@@ -666,12 +666,13 @@ impl Recognizer {
     /// pointing at one card ("Can I get a club sandwich sent up to room 715?": the room-service
     /// card by words, narrowly, and by meaning). A plausible card within [`AMBIGUITY`] of the
     /// lexical best, which the lexical stage cannot tell from it, is planned the same way when it
-    /// is the encoder's nearest ("Move 5,000 from my brokerage cash balance back to my checking
-    /// account": a bank-transfer card tied with the brokerage-account card on words). Negated
-    /// cards take no part. Returns whether it planned one.
+    /// is the encoder's nearest and leads the next by [`CLEAR_MARGIN`](super::semantic_stage::CLEAR_MARGIN)
+    /// ("Move 5,000 from my brokerage cash balance back to my checking account": a bank-transfer
+    /// card tied with the brokerage-account card on words). Negated cards take no part. Returns
+    /// whether it planned one.
     #[cfg(feature = "semantic")]
     fn agreed(&self, sims: &[super::semantic_stage::Similarity], recognition: &mut Recognition) -> bool {
-        use super::semantic_stage::{confidence, AGREE, DISAGREE, MARGIN};
+        use super::semantic_stage::{confidence, AGREE, CLEAR_MARGIN, DISAGREE, MARGIN};
         // Evidence beyond generic words (capped at GENERIC_ONLY): "book a table" is no agreement
         // with a doctor card whose example books a doctor.
         let plausible = |c: &&CardScore| c.confidence >= DISAGREE && c.raw > GENERIC_ONLY;
@@ -689,14 +690,17 @@ impl Recognizer {
         // lexical stage could not tell the two apart and would ask).
         let nearest = &self.cards[first.card as usize].id;
         let tied = |c: &&CardScore| &c.id == nearest && c.confidence >= lexical.confidence - AMBIGUITY;
-        let Some(lexical) = (if &lexical.id == nearest {
-            Some(lexical)
+        // Siding with the runner-up overrules the lexical order: the encoder must then lead
+        // clearly (CLEAR_MARGIN), not by MARGIN alone.
+        let (lexical, margin) = if &lexical.id == nearest {
+            (lexical, MARGIN)
         } else {
-            recognition.uncertain.iter().filter(plausible).find(tied)
-        }) else {
-            return false;
+            match recognition.uncertain.iter().filter(plausible).find(tied) {
+                Some(runner_up) => (runner_up, CLEAR_MARGIN),
+                None => return false,
+            }
         };
-        if first.cosine < AGREE || first.cosine - second < MARGIN {
+        if first.cosine < AGREE || first.cosine - second < margin {
             return false;
         }
         let (id, conf) = (lexical.id.clone(), lexical.confidence.max(round2(confidence(first.cosine))));
