@@ -673,16 +673,27 @@ async fn bad_input_gets_a_clear_answer_and_no_panic() {
     assert_eq!(resp.status(), 400);
 }
 
+/// The registry of the evaluation config in `tests/fixtures/eval/DIR`.
+fn eval_config(dir: &str) -> RegistryHandle {
+    RegistryHandle::open(&repo().join("tests/fixtures/eval").join(dir).join("agents_config.yaml")).unwrap()
+}
+
+/// The ids of a recognition's selected cards, in order.
+#[cfg(feature = "semantic")]
+fn selected(rec: &switchboard::matching::recognize::Recognition) -> Vec<&str> {
+    rec.selected.iter().map(|s| s.id.as_str()).collect()
+}
+
 /// A near tie of the lexical stage (room service and housekeeping both fit "sent up to room
 /// 715") is settled when the encoder finds the lexical stage's best card the nearest too.
 #[cfg(feature = "semantic")]
 #[test]
 fn the_two_stages_agreeing_settle_a_near_tie() {
-    let handle = RegistryHandle::open(&repo().join("tests/fixtures/eval/eighteenth/agents_config.yaml")).unwrap();
+    let handle = eval_config("eighteenth");
     let registry = handle.load();
     let q = "Can I get a club sandwich and a bottle of red sent up to room 715? We're starving.";
     let rec = registry.recognizer.recognize(q);
-    assert_eq!(rec.selected.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), ["room_service_agent"], "{rec:?}");
+    assert_eq!(selected(&rec), ["room_service_agent"], "{rec:?}");
     assert!(rec.by_meaning, "{rec:?}");
     let rival = rec.score("housekeeping_agent").map_or(0.0, |c| c.confidence);
     assert!(rival >= switchboard::matching::recognize::SELECT, "the words alone were a near tie: {rec:?}");
@@ -695,13 +706,13 @@ fn the_two_stages_agreeing_settle_a_near_tie() {
 #[cfg(feature = "semantic")]
 #[test]
 fn the_encoder_settles_a_near_tie_for_the_runner_up() {
-    let handle = RegistryHandle::open(&repo().join("tests/fixtures/eval/eleventh/agents_config.yaml")).unwrap();
+    let handle = eval_config("eleventh");
     let registry = handle.load();
     let q = "Move 5,000 from my brokerage cash balance back to my checking account";
     let rec = registry.recognizer.recognize(q);
     let raw = |id: &str| rec.score(id).map_or(0.0, |c| c.raw);
     assert!(raw("brokerage_account_agent") > raw("bank_transfer_agent"), "the lexical best is the other card: {rec:?}");
-    assert_eq!(rec.selected.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), ["bank_transfer_agent"], "{rec:?}");
+    assert_eq!(selected(&rec), ["bank_transfer_agent"], "{rec:?}");
     assert!(rec.by_meaning, "{rec:?}");
     assert_eq!(routed(&registry, q).0, ["bank_transfer_agent"]);
 }
@@ -710,7 +721,7 @@ fn the_encoder_settles_a_near_tie_for_the_runner_up() {
 /// with the trade-in card first), never acknowledged as a cancel; "never mind" alone cancels.
 #[test]
 fn cancel_words_that_set_a_card_aside_do_not_cancel_the_turn() {
-    let handle = RegistryHandle::open(&repo().join("tests/fixtures/eval/nineteenth/agents_config.yaml")).unwrap();
+    let handle = eval_config("nineteenth");
     let registry = handle.load();
     let q = "Never mind the test drive, I just want to know what my old car is worth.";
     let (agents, offered) = routed(&registry, q);
