@@ -717,6 +717,33 @@ fn the_encoder_settles_a_near_tie_for_the_runner_up() {
     assert_eq!(routed(&registry, q).0, ["bank_transfer_agent"]);
 }
 
+/// A thanks that names whom it thanks ("谢谢老师") is answered as thanks, though a
+/// teacher-message card shares the word; a thanks followed by a request plans the request.
+#[test]
+fn a_thanks_naming_the_teacher_asks_for_nothing() {
+    let handle = eval_config("twentyfirst");
+    let registry = handle.load();
+    for q in ["辛苦了，谢谢老师", "谢谢老师！"] {
+        let turn = first_turn(&registry, q);
+        assert!(
+            matches!(turn.decision, Decision::Direct(switchboard::planner::SimpleIntent::Thanks)),
+            "{q}: {:?}",
+            turn.decision
+        );
+    }
+    let (agents, _) = routed(&registry, "谢谢老师，帮我给王老师留个言，孩子今天有点咳嗽");
+    assert!(agents.contains(&"teacher_message_agent".to_string()), "{agents:?}");
+    // The same in English, beside a clinic card whose example books a doctor.
+    let third = eval_config("third");
+    let turn = first_turn(&third.load(), "Thanks so much, doctor!");
+    assert!(
+        matches!(turn.decision, Decision::Direct(switchboard::planner::SimpleIntent::Thanks)),
+        "{:?}",
+        turn.decision
+    );
+    assert_eq!(routed(&third.load(), "Thanks, doctor. Can I book a doctor for Monday?").0, ["clinic_agent"]);
+}
+
 /// "Never mind the X, …" sets a card aside and asks for another: recognized (here a question
 /// with the trade-in card first), never acknowledged as a cancel; "never mind" alone cancels.
 #[test]

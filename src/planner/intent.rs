@@ -8,6 +8,9 @@
 //! Several agents can match one query (multi-intent); they are ordered by where they are first
 //! mentioned.
 
+use std::sync::LazyLock;
+
+use regex::Regex;
 use serde::Serialize;
 
 use crate::matching::Recognition;
@@ -93,6 +96,36 @@ pub fn simple_intent_beside(registry: &Registry, lower: &str, recognition: &Reco
         return Some(simple);
     }
     simple_intent(registry, &masked)
+}
+
+/// Whether a thanks names only whom it thanks ("谢谢老师", "辛苦了，谢谢医生", "Thanks, doctor!"):
+/// the word after the thanks ends the message, and it is all the evidence any selected card has
+/// (shared words, and examples met on them; no keyword or value). A kindergarten's
+/// teacher-message card or a clinic's doctor card shares that word, but nothing is asked of it.
+pub fn thanks_addressed(lower: &str, recognition: &Recognition) -> bool {
+    static ADDRESSED: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(concat!(
+            r"(?:谢谢|感谢|多谢|辛苦)(?:您|你)?了?(\p{Han}{1,3})[\s!！。.~～]*$",
+            r"|(?-u:\b)(?:thanks|thank you|cheers)[\s,]+(?:so much[\s,]+)?(?:dear\s+|mr\.?\s+|ms\.?\s+|dr\.?\s+)?(\w+)[\s!.]*$"
+        ))
+        .expect("static regex")
+    });
+    let Some(word) = ADDRESSED.captures(lower).and_then(|c| c.get(1).or_else(|| c.get(2))) else {
+        return false;
+    };
+    let word = word.as_str();
+    let only_the_word = |e: &crate::matching::Evidence| match e {
+        crate::matching::Evidence::Terms { terms, .. } => {
+            terms.iter().all(|t| word.contains(t.split('→').next().unwrap_or(t.as_str())))
+        }
+        // An example met on that word alone ("Book a doctor's appointment" for "Thanks, doctor").
+        crate::matching::Evidence::SimilarExample { .. } => true,
+        _ => false,
+    };
+    !recognition.selected.is_empty()
+        && recognition.selected.iter().all(|s| {
+            recognition.score(&s.id).is_some_and(|c| !c.evidence.is_empty() && c.evidence.iter().all(only_the_word))
+        })
 }
 
 /// Enabled agents the query confidently asks for, ordered by first mention:
