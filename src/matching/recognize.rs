@@ -2495,9 +2495,10 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
 /// Retractions: the user takes back what they just said and says what they meant instead
 /// ("帮我看一下租房合同……不对，其实是…", "report a broken scooter - actually no wait, …",
 /// "…… 算了不是这个，我是想问…"). The scope is the sentence before the cue (back to the last
-/// 。！？; or ". " ahead of it, an ellipsis's dots not counted); a cue with nothing after it is no retraction (a bare "算了" is
-/// the planner's cancel). The Chinese cues must stand as an interjection, so a complaint that
-/// something "is wrong" ("账单金额不对", "不对劲") retracts nothing.
+/// 。！？; or ". " ahead of it, an ellipsis's dots not counted); a cue with nothing after it is
+/// no retraction (a bare "算了" is the planner's cancel). The Chinese cues must stand as an
+/// interjection, so a complaint that something "is wrong" ("账单金额不对", "不对劲") retracts
+/// nothing.
 fn retractions(text: &str) -> Vec<Cue> {
     static RETRACT: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
         Regex::new(concat!(
