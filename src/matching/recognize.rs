@@ -2494,7 +2494,7 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
 
 /// Retractions: the user takes back what they just said and says what they meant instead
 /// ("帮我看一下租房合同……不对，其实是…", "report a broken scooter - actually no wait, …",
-/// "…… 算了不是这个，我是想问…"). The scope is the sentence before the cue (back to the last
+/// "…… 算了不是这个，我是想问…", "not just tickets, I meant the package"). The scope is the sentence before the cue (back to the last
 /// 。！？; or ". " ahead of it, an ellipsis's dots not counted); a cue with nothing after it is
 /// no retraction (a bare "算了" is the planner's cancel). The Chinese cues must stand as an
 /// interjection, so a complaint that something "is wrong" ("账单金额不对", "不对劲") retracts
@@ -2506,7 +2506,7 @@ fn retractions(text: &str) -> Vec<Cue> {
             r"(?:[，,。.…！!；;\s~～—-]|不是|我|是|还是|其实|$)",
             r"|(?-u:\b)(actually,? no(?:[,.!;]| wait| sorry)|no,? wait|wait,? no(?-u:\b)|scratch that|",
             r"forget (?:that|it)(?-u:\b)|never ?mind(?: that)?[,.;!—-]|on second thought|",
-            r"(?:sorry|oops|my bad),? i meant|i meant to say)"
+            r"(?:sorry|oops|my bad),? i meant|i meant to say|i meant)"
         ))
         .expect("static regex")
     });
@@ -2516,6 +2516,10 @@ fn retractions(text: &str) -> Vec<Cue> {
         let Some(m) = c.get(1).or_else(|| c.get(2)) else { continue };
         let before = text[..m.start()].trim_end_matches(|c: char| !c.is_alphanumeric());
         if before.len() <= floor || !text[m.end()..].chars().any(char::is_alphanumeric) {
+            continue;
+        }
+        // "I meant to book it yesterday" says what was intended, not what was meant.
+        if m.as_str() == "i meant" && text[m.end()..].starts_with(" to ") {
             continue;
         }
         let from = before
@@ -3038,6 +3042,9 @@ mod tests {
             ids(&r.recognize("Check flight CA1234. Book a hotel too, no wait, the weather in Shanghai")),
             ["flight", "weather"]
         );
+        assert_eq!(ids(&r.recognize("A hotel in Shanghai, I meant the weather there")), ["weather"]);
+        // "I meant to …" is what was intended: nothing is taken back.
+        assert_eq!(ids(&r.recognize("I meant to book a hotel in Beijing yesterday, can you book it now?")), ["hotel"]);
         // "never mind, …" governs nothing after its comma.
         assert_eq!(ids(&r.recognize("Never mind, book a hotel in Beijing instead")), ["hotel"]);
         // A complaint that something is wrong, or an A-not-A question, takes nothing back.
