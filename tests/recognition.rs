@@ -387,6 +387,23 @@ fn recognition_report_twentyfirst_config_written_blind() {
     assert_floors(&evaluate("twentyfirst_queries.yaml"), 63.0, 59.0, 62.0);
 }
 
+/// The twenty-second set (a mobile carrier and a wedding planner), written blind by a helper
+/// session like the twentieth, on 26 Nov, after the twenty-first's rules.
+#[test]
+fn recognition_report_twentysecond_config_written_blind() {
+    // First run, before any reading of its misses: 35/60, paraphrases 17/32, out of scope 4/8
+    // (chit-chat included).
+    assert_floors(&evaluate("twentysecond_queries.yaml"), 58.0, 53.0, 50.0);
+}
+
+/// The twenty-third set (a veterinary clinic chain and a real-estate brokerage), written like the
+/// twenty-second.
+#[test]
+fn recognition_report_twentythird_config_written_blind() {
+    // First run, before any reading of its misses: 37/60, paraphrases 18/32, out of scope 5/8.
+    assert_floors(&evaluate("twentythird_queries.yaml"), 61.0, 56.0, 62.0);
+}
+
 /// A lone topical candidate under the selection threshold is planned when no other card comes
 /// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
 /// query asks like one in a single clause.
