@@ -53,6 +53,8 @@ pub const DOMAIN_GATE: usize = 30;
 pub const SELECT: f32 = 0.5;
 /// Confidence from which a card that is not selected is listed as uncertain.
 pub const UNCERTAIN: f32 = 0.15;
+/// How many uncertain cards a did-you-mean question offers, best first.
+pub const OFFERED: usize = 3;
 /// A single card selected without keyword is not planned when another card's confidence, from
 /// the same clause, is within this margin of its own: the turn asks which one was meant (Rasa's
 /// default ambiguity threshold is the same 0.1).
@@ -510,8 +512,8 @@ impl Recognizer {
             let sims = || sims.get_or_init(|| self.meaning.similarities(&query[meant.unwrap_or(0)..])).clone();
             self.drop_weak_companions(query, &picks, sims, &mut recognition);
             let content = || has_content((0, query.len()));
-            let cues = !parts.cues.is_empty();
-            self.semantic_stage(any_selected, topics, cues, content, sims, &mut recognition);
+            self.semantic_stage(any_selected, topics, !parts.cues.is_empty(), content, sims, &mut recognition);
+            self.settle_question(any_selected, content, sims, &mut recognition);
         }
         #[cfg(feature = "semantic")]
         if any_selected {
@@ -659,6 +661,50 @@ impl Recognizer {
             recognition.selected.clear();
             self.by_meaning(sims, recognition);
         }
+    }
+
+    /// A turn that would ask (no clause selected a card, plausible ones are offered; a near tie
+    /// of selected cards is [`agreed`](Self::agreed)'s) plans the card the encoder clearly means when it is one of the offered cards: the encoder's nearest card,
+    /// not negated, by cosine [`CLEAR`](super::semantic_stage::CLEAR) or more and leading the
+    /// next by [`ASKED_MARGIN`](super::semantic_stage::ASKED_MARGIN) ("A hailstorm wrecked half
+    /// my orchard last night. I have coverage through the co-op…": the crop-insurance card, which
+    /// the lexical stage could not tell from a harvest-sales card on words).
+    #[cfg(feature = "semantic")]
+    fn settle_question(
+        &self,
+        tied: bool,
+        content: impl Fn() -> bool,
+        sims: impl Fn() -> Vec<super::semantic_stage::Similarity>,
+        recognition: &mut Recognition,
+    ) {
+        use super::semantic_stage::{confidence, ASKED_MARGIN, CLEAR, CLEAR_MARGIN, TOPIC_RIVAL};
+        if !recognition.selected.is_empty() || recognition.uncertain.is_empty() || !content() {
+            return;
+        }
+        let sims = sims();
+        let negated = |s: &&super::semantic_stage::Similarity| {
+            recognition.score(&self.cards[s.card as usize].id).is_some_and(CardScore::negated)
+        };
+        let mut near = sims.iter().filter(|s| !negated(s));
+        let (Some(&first), second) = (near.next(), near.next().map_or(-1.0, |s| s.cosine)) else { return };
+        let id = &self.cards[first.card as usize].id;
+        let offered = recognition.uncertain.iter().take(OFFERED).any(|c| &c.id == id);
+        let margin = if tied { CLEAR_MARGIN } else { ASKED_MARGIN };
+        if !offered || first.cosine < CLEAR || first.cosine - second < margin {
+            return;
+        }
+        // The query's topic belongs to another offered card ("帮我订一张去北京的机票": the flight
+        // card, beside a hotel card whose example reads alike): the question stands.
+        let topical = |c: &CardScore| recognition.topical.contains(&c.id) && c.confidence >= TOPIC_RIVAL;
+        if !recognition.topical.contains(id) && recognition.uncertain.iter().take(OFFERED).any(topical) {
+            return;
+        }
+        let id = id.clone();
+        let conf = recognition.score(&id).map_or(0.0, |c| c.confidence).max(round2(confidence(first.cosine)));
+        recognition.uncertain.retain(|c| c.id != id);
+        recognition.selected.push(Selected { id, offset: 0, confidence: conf });
+        recognition.by_meaning = true;
+        self.note_semantic(first, recognition);
     }
 
     /// Plans the lexical stage's best plausible card (on more than generic words) when the

@@ -12,7 +12,7 @@ use crate::matching::Recognition;
 use crate::registry::Registry;
 
 /// At most this many candidates are offered.
-pub const CHOICES_SHOWN: usize = 3;
+pub const CHOICES_SHOWN: usize = crate::matching::recognize::OFFERED;
 
 /// The slot a widget form answers a did-you-mean question with (`{"intent": "<agent id>"}`).
 pub const CHOICE_KEY: &str = "intent";
