@@ -12,6 +12,7 @@
 //! - `semantic_stage` (feature `semantic`): the second stage for queries the recognizer is not
 //!   confident about, by meaning (a sentence encoder over the cards' texts).
 
+pub mod advice;
 pub mod assign;
 pub mod dates;
 pub mod extract;

@@ -522,6 +522,27 @@ impl Recognizer {
         }
         #[cfg(not(feature = "semantic"))]
         let _ = topics;
+        self.set_aside_advice(&norm.text, recognition)
+    }
+
+    /// An advice request ([`advice::asked`](super::advice::asked): "推荐一个婚礼司仪", "which
+    /// brand of tractor is best") plans no card that neither advises
+    /// ([`advice::served`](super::advice::served)) nor is named by a keyword of the query: the
+    /// cards of a registry do jobs, and an advice request of their field is usually out of
+    /// scope. Such a card is offered instead, first: the turn asks whether it was meant.
+    fn set_aside_advice(&self, text: &str, mut recognition: Recognition) -> Recognition {
+        let Some(advice) = super::advice::asked(text) else { return recognition };
+        let keyword = |c: &CardScore| c.evidence.iter().any(|e| matches!(e, Evidence::Keyword { .. }));
+        let serves = |id: &str| self.cards.iter().any(|c| c.id == id && super::advice::served(&c.own_text, advice));
+        let aside: Vec<CardScore> = recognition
+            .selected
+            .iter()
+            .filter(|s| !serves(&s.id) && !recognition.score(&s.id).is_some_and(keyword))
+            .filter_map(|s| recognition.score(&s.id).cloned())
+            .collect();
+        recognition.selected.retain(|s| !aside.iter().any(|c| c.id == s.id));
+        recognition.uncertain.retain(|u| !aside.iter().any(|c| c.id == u.id));
+        recognition.uncertain.splice(0..0, aside);
         recognition
     }
 
