@@ -2652,19 +2652,19 @@ mod tests {
   description: { zh: "受理施工、娱乐场所、邻居等噪音扰民的投诉。", en: "Takes complaints about noise from building work, bars and neighbours." }
   endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
   keywords: [噪音投诉]
-  examples: ["晚上装修太吵了"]
+  examples: ["晚上装修太吵了", "楼下酒吧的音乐放到凌晨两点", "The building site next door starts hammering at 6am"]
 - id: parking
   name: { zh: 违章停车举报, en: Illegal parking reports }
   description: { zh: "举报占用消防通道、堵住车库出口等违章停车。", en: "Reports cars parked illegally, blocking fire lanes or garage exits." }
   endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
   keywords: [违停]
-  examples: ["有车堵在小区消防通道上"]
+  examples: ["有车堵在小区消防通道上", "Someone parked on the sidewalk outside the school again"]
 - id: streetlight
   name: 路灯报修
   description: 报修不亮、闪烁或损坏的路灯。
   endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
   keywords: [路灯]
-  examples: ["小区门口的路灯坏了"]
+  examples: ["小区门口的路灯坏了", "The streetlight on Elm Street keeps flickering"]
 "#;
 
     fn semantic(rec: &Recognition, id: &str) -> bool {
@@ -2678,13 +2678,18 @@ mod tests {
     fn the_semantic_stage_plans_what_words_miss() {
         let r = recognizer(HOTLINE_CARDS);
         // No word in common with the noise card ("叮叮当当" is a sound, not "noise").
+        eprintln!("SIMS {:?}", r.meaning.similarities("隔壁从早到晚叮叮当当的"));
         let rec = r.recognize("隔壁从早到晚叮叮当当的");
         assert_eq!(ids(&rec), ["noise"], "{rec:?}");
         assert!(rec.by_meaning && semantic(&rec, "noise"), "{rec:?}");
-        // Across languages, near two cards: offered, the right one among them.
+        // Across languages, the right card by meaning (planned, or offered when another card is
+        // as near), the noise card not planned though "door" is a word of its example.
         let rec = r.recognize("Somebody left a truck in front of my garage door");
-        assert!(rec.selected.is_empty() && rec.by_meaning, "{rec:?}");
-        assert!(rec.uncertain.iter().any(|c| c.id == "parking"), "{rec:?}");
+        assert!(rec.by_meaning && !ids(&rec).contains(&"noise"), "{rec:?}");
+        assert!(
+            rec.selected.iter().any(|c| c.id == "parking") || rec.uncertain.iter().any(|c| c.id == "parking"),
+            "{rec:?}"
+        );
         // A keyword still decides on its own, without the stage.
         let rec = r.recognize("我要噪音投诉");
         assert_eq!(ids(&rec), ["noise"]);
@@ -2868,9 +2873,10 @@ mod tests {
         let rec = r.recognize("中介说那套两室的房子能去瞅瞅，帮我约个周六下午");
         assert!(!ids(&rec).contains(&"car_service"), "{rec:?}");
         if cfg!(feature = "semantic") {
-            // The semantic stage finds the example close; the lexical stage leans to the flat
-            // viewing: the two are offered, neither planned.
-            assert!(rec.uncertain.iter().any(|c| c.id == "flat_viewing"), "{rec:?}");
+            // The semantic stage finds the car card's example close, the lexical stage leans to
+            // the flat viewing: the flat viewing is planned or offered, never the car service.
+            let flat = |c: &str| c == "flat_viewing";
+            assert!(ids(&rec).into_iter().any(flat) || rec.uncertain.iter().any(|c| flat(&c.id)), "{rec:?}");
         } else {
             assert_eq!(rec.top(1)[0].id, "flat_viewing");
         }

