@@ -418,6 +418,24 @@ fn recognition_report_twentythird_config_written_blind() {
     assert_floors(&evaluate("twentythird_queries.yaml"), 66.0, 62.0, 62.0);
 }
 
+/// The twenty-fourth set (a retail pharmacy chain and a moving company), written blind by a
+/// helper session on 26 Nov (fifth session), after the rules of that session (the encoder settling
+/// a question, advice requests, cards by centroid).
+#[test]
+fn recognition_report_twentyfourth_config_written_blind() {
+    // First run, before any reading of its misses: 41/60, paraphrases 20/32, out of scope 6/8
+    // (chit-chat included).
+    assert_floors(&evaluate("twentyfourth_queries.yaml"), 68.0, 62.0, 75.0);
+}
+
+/// The twenty-fifth set (a coworking space and a laundry / dry-cleaning service), written like
+/// the twenty-fourth.
+#[test]
+fn recognition_report_twentyfifth_config_written_blind() {
+    // First run, before any reading of its misses: 45/60, paraphrases 20/32, out of scope 8/8.
+    assert_floors(&evaluate("twentyfifth_queries.yaml"), 75.0, 62.0, 100.0);
+}
+
 /// A lone topical candidate under the selection threshold is planned when no other card comes
 /// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
 /// query asks like one in a single clause.
