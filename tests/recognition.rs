@@ -433,7 +433,9 @@ fn recognition_report_twentyfourth_config_written_blind() {
 #[test]
 fn recognition_report_twentyfifth_config_written_blind() {
     // First run, before any reading of its misses: 45/60, paraphrases 20/32, out of scope 8/8.
-    assert_floors(&evaluate("twentyfifth_queries.yaml"), 75.0, 62.0, 100.0);
+    // Then, with a request for the cheapest option served by a card dealing in plans or billing:
+    // 46/60, 21/32.
+    assert_floors(&evaluate("twentyfifth_queries.yaml"), 76.0, 65.0, 100.0);
 }
 
 /// A lone topical candidate under the selection threshold is planned when no other card comes

@@ -43,9 +43,13 @@ static ADVISES: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"推荐|对比|比较|建议|选购|recommend|compar|suggest|advi[cs]e").expect("advice words compile")
 });
 
-/// Words with which a card's texts say it deals in prices.
+/// Words with which a card's texts say it deals in prices, plans or billing.
 static PRICES: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"报价|价格|费用|收费|多少钱|\bquote|\bprice|\bpricing|\bcost|\bfees?\b").expect("price words compile")
+    Regex::new(concat!(
+        r"报价|价格|费用|收费|多少钱|账单|计费|套餐|资费|",
+        r"\bquote|\bprice|\bpricing|\bcost|\bfees?\b|\bbill|\bplans?\b|membership|subscription"
+    ))
+    .expect("price words compile")
 });
 
 /// The advice `query` (lower-cased) asks for, if it is an advice request.
@@ -61,7 +65,7 @@ pub fn asked(query: &str) -> Option<Advice> {
 
 /// Whether a card whose own texts (lower-cased name, keywords, description and examples) are
 /// `card_text` serves an `advice` request: it recommends or compares, or, for the cheapest
-/// option, deals in prices.
+/// option, deals in prices, plans or billing.
 pub fn served(card_text: &str, advice: Advice) -> bool {
     ADVISES.is_match(card_text) || (advice == Advice::Cheapest && PRICES.is_match(card_text))
 }
@@ -100,5 +104,6 @@ mod tests {
         assert!(served("car insurance\nquotes and renews car insurance policies.", Advice::Cheapest));
         assert!(!served("car insurance\nquotes and renews car insurance policies.", Advice::Recommend));
         assert!(!served("machinery rental\nrents tractors and harvesters by the day.", Advice::Recommend));
+        assert!(served("membership and billing\nchanges a member's plan and explains invoices.", Advice::Cheapest));
     }
 }
