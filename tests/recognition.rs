@@ -809,6 +809,19 @@ fn an_advice_request_is_not_a_job_for_a_card_that_does_not_advise() {
     assert_eq!(routed(&shop.load(), "小米15和iPhone 16哪个拍照好、电池更耐用？").0, ["spec_compare_agent"]);
 }
 
+/// A clause whose card only the encoder finds, beside a clause found by words, is covered: its
+/// words are not reported as covered by no card.
+#[cfg(feature = "semantic")]
+#[test]
+fn a_clause_planned_by_meaning_is_not_reported_uncovered() {
+    let handle = eval_config("twentieth");
+    let q = "Two things: my employer hasn't paid me since March, and separately your scooter app charged me twice \
+             for the same ride.";
+    let rec = handle.load().recognizer.recognize(q);
+    assert_eq!(selected(&rec), ["fare_dispute_agent", "labour_dispute_agent"], "{rec:?}");
+    assert!(rec.unhandled.iter().all(|u| !u.contains("paid")), "{:?}", rec.unhandled);
+}
+
 /// A thanks that names whom it thanks ("谢谢老师") is answered as thanks, though a
 /// teacher-message card shares the word; a thanks followed by a request plans the request.
 #[test]

@@ -820,7 +820,8 @@ impl Recognizer {
 
     /// The semantic stage for one clause of a query whose other clauses selected cards: the
     /// card the clause clearly means (as [`verdict`](super::semantic_stage::verdict) selects)
-    /// is selected too, at the clause's offset, unless it is selected or negated already.
+    /// is selected too, at the clause's offset, unless it is selected or negated already; the
+    /// clause's words then leave [`Recognition::unhandled`].
     #[cfg(feature = "semantic")]
     fn clause_by_meaning(&self, clause: &str, offset: usize, recognition: &mut Recognition) {
         use super::semantic_stage::{confidence, verdict, Verdict, SIBLING};
@@ -843,6 +844,8 @@ impl Recognizer {
         let conf = round2(confidence(best.cosine));
         recognition.selected.push(Selected { id: id.clone(), offset, confidence: conf });
         recognition.selected.sort_by(|a, b| a.offset.cmp(&b.offset).then_with(|| a.id.cmp(&b.id)));
+        // The clause is covered now: its words are no longer reported as covered by no card.
+        recognition.unhandled.retain(|u| !clause.contains(u.as_str()));
         recognition.uncertain.retain(|c| &c.id != id);
         self.note_semantic(best, recognition);
     }
