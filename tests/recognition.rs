@@ -312,7 +312,8 @@ fn recognition_report_thirteenth_config_written_blind() {
     // Its first run, before any reading of its misses: 37/60, paraphrases 15/32, out of scope 5/8.
     // Then lexicon groups for city reports and utility situations by a helper who saw no query,
     // from a brief written after reading its misses (naming some of their words): 45/60, 21/32.
-    // A card's similarity by its centroid (26 Nov, fifth session): 49 -> 46/60, paraphrases 25 -> 22/32.
+    // A card's similarity by its centroid (26 Nov, fifth session): 49 -> 46/60, paraphrases
+    // 25 -> 22/32.
     assert_floors(&evaluate("thirteenth_queries.yaml"), 76.0, 68.0, 62.0);
 }
 
@@ -340,8 +341,8 @@ fn recognition_report_fifteenth_config_written_blind() {
 fn recognition_report_sixteenth_config_written_blind() {
     // First run, before any reading of its misses: 38/60, paraphrases 16/32, out of scope 6/8.
     // Then, with the rule changes of 26 Nov made after reading its misses: 42/60, 18/32.
-    // A card's similarity by its centroid (26 Nov, fifth session): 43 -> 41/60 (paraphrases 19 -> 20/32, two multi-intent
-    // queries lose their second card), out of scope 5/8.
+    // A card's similarity by its centroid (26 Nov, fifth session): 43 -> 41/60 (paraphrases
+    // 19 -> 20/32, two multi-intent queries lose their second card), out of scope 5/8.
     assert_floors(&evaluate("sixteenth_queries.yaml"), 68.0, 62.0, 62.0);
 }
 

@@ -1,10 +1,12 @@
-//! Advice requests: "推荐一家靠谱的婚礼司仪", "Which brand of tractor is best to buy?", "附近哪家
-//!修车店补胎便宜" ask for a recommendation, an opinion or the cheapest option. The capability
-//! cards of a registry are mostly services that do a job (book, report, refund, track), and a
-//! query of their field that asks for advice is usually out of scope for them: a card is only
-//! planned for it when its own texts say it advises ([`Advice::Recommend`]: 推荐, 对比,
-//! recommend, compare …) or deals in prices ([`Advice::Cheapest`]: 报价, quote, price …), or
-//! when the query names it by keyword (`Recognizer::set_aside_advice`).
+//! Advice requests: "推荐一家靠谱的婚礼司仪", "Which brand of tractor is best to buy?",
+//! "附近哪家修车店补胎便宜" ask for a recommendation, an opinion or the cheapest option. The
+//! capability cards of a registry are mostly services that do a job (book, report, refund,
+//! track), and a query of their field that asks for advice is usually out of scope for them: a
+//! card is only planned for it when its own texts say it advises ([`Advice::Recommend`]: 推荐,
+//! 对比, recommend, compare …) or, for the cheapest option ([`Advice::Cheapest`]), deals in
+//! prices, plans or billing (报价, 套餐, quote, price, plan …), or when the query names it by
+//! keyword (`Recognizer::set_aside_advice`). The rule comes from the evaluation sets'
+//! out-of-scope misses (README, "Recognition").
 
 use std::sync::LazyLock;
 

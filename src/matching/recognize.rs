@@ -684,12 +684,15 @@ impl Recognizer {
         }
     }
 
-    /// A turn that would ask (no clause selected a card, plausible ones are offered; a near tie
-    /// of selected cards is [`agreed`](Self::agreed)'s) plans the card the encoder clearly means when it is one of the offered cards: the encoder's nearest card,
+    /// A turn that would ask (no card selected, plausible ones offered) plans the card the
+    /// encoder clearly means when it is one of the offered cards: the encoder's nearest card,
     /// not negated, by cosine [`CLEAR`](super::semantic_stage::CLEAR) or more and leading the
     /// next by [`ASKED_MARGIN`](super::semantic_stage::ASKED_MARGIN) ("A hailstorm wrecked half
     /// my orchard last night. I have coverage through the co-op…": the crop-insurance card, which
-    /// the lexical stage could not tell from a harvest-sales card on words).
+    /// the lexical stage could not tell from a harvest-sales card on words). After a near tie of
+    /// cards the lexical stage had selected (`tied`), the lead must be
+    /// [`CLEAR_MARGIN`](super::semantic_stage::CLEAR_MARGIN). A card that does not share the
+    /// query's topic with another offered card that does is not planned.
     #[cfg(feature = "semantic")]
     fn settle_question(
         &self,
@@ -2681,7 +2684,6 @@ mod tests {
     fn the_semantic_stage_plans_what_words_miss() {
         let r = recognizer(HOTLINE_CARDS);
         // No word in common with the noise card ("叮叮当当" is a sound, not "noise").
-        eprintln!("SIMS {:?}", r.meaning.similarities("隔壁从早到晚叮叮当当的"));
         let rec = r.recognize("隔壁从早到晚叮叮当当的");
         assert_eq!(ids(&rec), ["noise"], "{rec:?}");
         assert!(rec.by_meaning && semantic(&rec, "noise"), "{rec:?}");
