@@ -203,5 +203,8 @@ pub fn explain(registry: &Registry, query: &str) -> String {
     if !rec.unhandled.is_empty() {
         let _ = writeln!(out, "not covered by any card: {}", rec.unhandled.join(", "));
     }
+    for u in &rec.unresolved {
+        let _ = writeln!(out, "not sure which card \"{}\" means: {}", u.part, u.candidates.join(" / "));
+    }
     out
 }

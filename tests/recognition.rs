@@ -823,6 +823,31 @@ fn a_clause_planned_by_meaning_is_not_reported_uncovered() {
     assert!(rec.unhandled.iter().all(|u| !u.contains("paid")), "{:?}", rec.unhandled);
 }
 
+/// A request joined by a connective that some cards may mean, none clearly, is neither planned
+/// on a guess nor dropped: the plan carries it as unresolved and the summary asks about it with
+/// the cards' names. A joined clause that only describes the planned card's job is not asked
+/// about.
+#[cfg(feature = "semantic")]
+#[test]
+fn a_joined_request_no_card_clearly_means_is_asked_about_in_the_summary() {
+    let handle = eval_config("eighteenth");
+    let registry = handle.load();
+    let q = "结账的时候发现多收了一晚房费，另外我们能不能再多住一天";
+    let Decision::Plan { plan, .. } = first_turn(&registry, q).decision else { panic!("a plan for {q}") };
+    let planned: Vec<&str> = plan.sub_tasks.iter().map(|t| t.assigned_agent.as_str()).collect();
+    assert_eq!(planned, ["folio_dispute_agent"]);
+    assert_eq!(plan.unresolved.len(), 1, "{:?}", plan.unresolved);
+    assert_eq!(plan.unresolved[0].part, "我们能不能再多住一天");
+    assert_eq!(plan.unresolved[0].candidates, ["late_checkout_agent"]);
+    let summary = switchboard::summarize::summary(&registry, &plan, switchboard::text::Lang::Zh);
+    assert!(summary.contains("我不确定") && summary.contains("我们能不能再多住一天"), "{summary}");
+    assert!(summary.contains("Late Checkout & Stay Extension"), "{summary}");
+
+    let vet = eval_config("twentythird");
+    let rec = vet.load().recognizer.recognize("泰迪的毛太长了都打结了，想给它洗个澡顺便剪剪毛，这周末能弄吗");
+    assert!(rec.unresolved.is_empty(), "{:?}", rec.unresolved);
+}
+
 /// A thanks that names whom it thanks ("谢谢老师") is answered as thanks, though a
 /// teacher-message card shares the word; a thanks followed by a request plans the request.
 #[test]

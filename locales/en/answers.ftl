@@ -10,6 +10,10 @@ summary-failed-item = - { $task }: { $reason }
 summary-unknown-reason = unknown reason
 # The parts of a request no capability covers follow, one list-item each.
 summary-unhandled-header = I can't help with these parts of your request:
+# Parts of a request some capabilities may mean, none clearly; one summary-unresolved-item each.
+summary-unresolved-header = I wasn't sure what you meant by these parts; tell me if you want one of these:
+# $part: the part as written; $names: capability names joined with summary-example-separator.
+summary-unresolved-item = - "{ $part }": { $names }
 summary-needed-header = Still needed from you:
 # $examples: the example values, joined with summary-example-separator.
 summary-needed-hint = Just reply, for example: "{ $examples }", or fill in the form.

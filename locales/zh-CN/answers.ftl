@@ -10,6 +10,10 @@ summary-failed-item = - { $task }：{ $reason }
 summary-unknown-reason = 未知原因
 # The parts of a request no capability covers follow, one list-item each.
 summary-unhandled-header = 以下请求我暂时无法处理：
+# Parts of a request some capabilities may mean, none clearly; one summary-unresolved-item each.
+summary-unresolved-header = 以下内容我不确定您指的是哪项服务，如需办理请告诉我：
+# $part: the part as written; $names: capability names joined with summary-example-separator.
+summary-unresolved-item = - “{ $part }”：{ $names }
 summary-needed-header = 还需要您提供：
 # $examples: the example values, joined with summary-example-separator.
 summary-needed-hint = 您可以直接回复，例如：“{ $examples }”，或在表单中填写。

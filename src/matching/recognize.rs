@@ -236,6 +236,11 @@ pub struct Recognition {
     /// selected: a query with none is out of scope as a whole).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unhandled: Vec<String>,
+    /// Requests joined by a connective ("…, and also …") that no card was selected for but
+    /// that some cards may mean: the summary names them with those cards, so that the part is
+    /// neither planned on a guess nor dropped in silence.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unresolved: Vec<Unresolved>,
     /// `true` when the selected card or the did-you-mean list came from the semantic stage
     /// (no clause selected a card on lexical evidence).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -243,6 +248,15 @@ pub struct Recognition {
     /// Cards sharing a topic of the lexicon with the query (ids, sorted).
     #[serde(skip)]
     pub topical: Vec<String>,
+}
+
+/// A part of the request that some cards may mean, none clearly ([`Recognition::unresolved`]).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct Unresolved {
+    /// The part as the user wrote it (a clause).
+    pub part: String,
+    /// The cards it may mean, best first (ids; at most [`OFFERED`]).
+    pub candidates: Vec<String>,
 }
 
 impl CardScore {
@@ -494,8 +508,8 @@ impl Recognizer {
             candidates: ranked.candidates,
             clauses: clauses.iter().map(|&(s, e, _)| query[norm.orig(s)..norm.orig(e)].trim().to_string()).collect(),
             unhandled,
-            by_meaning: false,
             topical: ranked.topical,
+            ..Recognition::default()
         };
         // The spans that name no task, found once per query and only if the stage needs them.
         #[cfg(feature = "semantic")]
@@ -824,12 +838,18 @@ impl Recognizer {
     /// The semantic stage for one clause of a query whose other clauses selected cards: the
     /// card the clause clearly means (as [`verdict`](super::semantic_stage::verdict) selects)
     /// is selected too, at the clause's offset, unless it is selected or negated already; the
-    /// clause's words then leave [`Recognition::unhandled`].
+    /// clause's words then leave [`Recognition::unhandled`]. A clause that only some cards may
+    /// mean (as [`verdict`](super::semantic_stage::verdict) offers them) is
+    /// [`Recognition::unresolved`].
     #[cfg(feature = "semantic")]
     fn clause_by_meaning(&self, clause: &str, offset: usize, recognition: &mut Recognition) {
         use super::semantic_stage::{confidence, verdict, Verdict, SIBLING};
         let sims = self.meaning.similarities(clause);
-        let Verdict::Select(best) = verdict(&sims) else { return };
+        let best = match verdict(&sims) {
+            Verdict::Select(best) => best,
+            Verdict::Offer(offered) => return self.note_unresolved(clause, &sims, &offered, recognition),
+            Verdict::Nothing => return,
+        };
         let id = &self.cards[best.card as usize].id;
         // The clause may well describe a card another clause already selected ("想申请带进客舱"
         // after "我带着猫出行" chose the pet-travel card): a sibling close to it is no new request.
@@ -851,6 +871,37 @@ impl Recognizer {
         recognition.unhandled.retain(|u| !clause.contains(u.as_str()));
         recognition.uncertain.retain(|c| &c.id != id);
         self.note_semantic(best, recognition);
+    }
+
+    /// Records `clause` as unresolved between the `offered` cards (best first) that are neither
+    /// selected nor negated, when there is any and no selected card is as near the clause
+    /// (within [`SIBLING`](super::semantic_stage::SIBLING) of the best: the clause may describe
+    /// it); its words leave [`Recognition::unhandled`].
+    #[cfg(feature = "semantic")]
+    fn note_unresolved(
+        &self,
+        clause: &str,
+        sims: &[super::semantic_stage::Similarity],
+        offered: &[super::semantic_stage::Similarity],
+        recognition: &mut Recognition,
+    ) {
+        let best = offered.first().map_or(1.0, |s| s.cosine);
+        let selected = |card: u32| recognition.selected.iter().any(|x| x.id == self.cards[card as usize].id);
+        if sims.iter().any(|s| selected(s.card) && s.cosine >= best - super::semantic_stage::SIBLING) {
+            return;
+        }
+        let candidates: Vec<String> = offered
+            .iter()
+            .map(|s| self.cards[s.card as usize].id.clone())
+            .filter(|id| !recognition.selected.iter().any(|x| &x.id == id))
+            .filter(|id| !recognition.score(id).is_some_and(CardScore::negated))
+            .take(OFFERED)
+            .collect();
+        if candidates.is_empty() {
+            return;
+        }
+        recognition.unhandled.retain(|u| !clause.contains(u.as_str()));
+        recognition.unresolved.push(Unresolved { part: clause.trim().to_string(), candidates });
     }
 
     /// A card the semantic stage found at `s`, as a did-you-mean entry with no lexical evidence.

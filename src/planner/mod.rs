@@ -242,6 +242,7 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
         if names_other_agent {
             let mut plan = fresh_plan(registry, &hits, input.query, src, input.plan_id, lang);
             plan.0.unhandled = recognition.unhandled.clone();
+            plan.0.unresolved = recognition.unresolved.clone();
             let reason = format!("intent switch to {}", result.agents.join(", "));
             return decide(result, &reason, Decision::Plan { plan: plan.0, found: plan.1, mode: PlanMode::Rerouted });
         }
@@ -277,6 +278,7 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
     if !hits.is_empty() {
         let (mut plan, found) = fresh_plan(registry, &hits, input.query, src, input.plan_id, lang);
         plan.unhandled = recognition.unhandled.clone();
+        plan.unresolved = recognition.unresolved.clone();
         let reason = format!("recognized: {}", result.agents.join(", "));
         return decide(result, &reason, Decision::Plan { plan, found, mode: PlanMode::Fresh });
     }

@@ -242,6 +242,11 @@ pub struct TaskPlan {
     /// summary names them (docs/conversation.md).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unhandled: Vec<String>,
+    /// Parts of the request joined by a connective that some cards may mean, none clearly
+    /// (`{part, candidates}`, candidates as agent ids, best first): not planned; the summary
+    /// asks about them (docs/conversation.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unresolved: Vec<crate::matching::recognize::Unresolved>,
 }
 
 impl TaskPlan {
@@ -371,6 +376,7 @@ pub fn build(
         user_friendly_message,
         semantic_info,
         unhandled: Vec::new(),
+        unresolved: Vec::new(),
     };
     (plan, found)
 }

@@ -93,7 +93,8 @@ pub fn check_model_summary(registry: &Registry, plan: &TaskPlan, lang: Lang, tex
         .filter(|a| !plan.sub_tasks.iter().any(|t| t.assigned_agent == *a && t.status == TaskStatus::Done))
         .collect();
     let unhandled_told = plan.unhandled.iter().all(|p| text.to_lowercase().contains(&p.to_lowercase()));
-    if unfinished.is_empty() && unhandled_told {
+    let unresolved_told = plan.unresolved.iter().all(|u| text.to_lowercase().contains(&u.part.to_lowercase()));
+    if unfinished.is_empty() && unhandled_told && unresolved_told {
         return CheckedSummary::Kept(text);
     }
     if let Some(claim) = false_claim(registry, &text, &unfinished) {
@@ -112,6 +113,9 @@ pub fn check_model_summary(registry: &Registry, plan: &TaskPlan, lang: Lang, tex
     }
     if !unhandled_told {
         appended.extend(sections.unhandled);
+    }
+    if !unresolved_told {
+        appended.extend(sections.unresolved);
     }
     let needed_told =
         plan.semantic_info.iter().flat_map(|i| &i.key_descriptions).all(|d| lower.contains(&d.to_lowercase()))

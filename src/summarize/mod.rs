@@ -22,7 +22,7 @@ pub use check::{check_model_summary, CheckedSummary};
 /// The template summary of an executed plan.
 pub fn summary(registry: &Registry, plan: &TaskPlan, lang: Lang) -> String {
     let s = sections(registry, plan, lang);
-    let mut out: Vec<String> = [s.done, s.failed, s.unhandled, s.auth, s.needed].concat();
+    let mut out: Vec<String> = [s.done, s.failed, s.unhandled, s.unresolved, s.auth, s.needed].concat();
     if out.is_empty() {
         out.push(registry.texts().get(lang, "summary-nothing", &[]));
     }
@@ -42,6 +42,8 @@ pub struct Sections {
     pub needed: Vec<String>,
     /// The parts of the request no capability covers.
     pub unhandled: Vec<String>,
+    /// The parts of the request some capabilities may mean, none clearly, with their names.
+    pub unresolved: Vec<String>,
 }
 
 /// The template summary's sections for `plan`.
@@ -88,6 +90,22 @@ pub fn sections(registry: &Registry, plan: &TaskPlan, lang: Lang) -> Sections {
     if !plan.unhandled.is_empty() {
         out.unhandled.push(text("summary-unhandled-header", &[]));
         out.unhandled.extend(plan.unhandled.iter().map(|p| text("list-item", &[("text", p.as_str().into())])));
+    }
+    if !plan.unresolved.is_empty() {
+        out.unresolved.push(text("summary-unresolved-header", &[]));
+        let separator = text("summary-example-separator", &[]);
+        out.unresolved.extend(plan.unresolved.iter().map(|u| {
+            let names: Vec<&str> = u
+                .candidates
+                .iter()
+                .filter_map(|id| registry.get_enabled(id))
+                .map(|card| card.spec.name.for_lang(lang))
+                .collect();
+            text(
+                "summary-unresolved-item",
+                &[("part", u.part.as_str().into()), ("names", names.join(&separator).into())],
+            )
+        }));
     }
     out.auth.extend(auth_lines(plan));
     out.needed.extend(confirm);
