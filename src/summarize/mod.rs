@@ -460,6 +460,38 @@ mod tests {
         blocked_text(&reg, &plan, lang)
     }
 
+    /// A part no card clearly means is asked about by the template summary, with the cards'
+    /// names, and appended to a model's summary that leaves it out.
+    #[test]
+    fn an_unresolved_part_is_asked_about_with_the_cards_names() {
+        let reg =
+            RegistryHandle::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join("agents_config.yaml")).unwrap().load();
+        let empty = Map::new();
+        let input = TurnInput {
+            query: "北京明天天气怎么样",
+            slots: &empty,
+            session_slots: &empty,
+            pending: None,
+            choice: None,
+            pending_plan_id: None,
+            previous: None,
+            today: NaiveDate::from_ymd_opt(2026, 11, 23).unwrap(),
+            plan_id: "plan_t",
+            lang: Lang::Zh,
+        };
+        let Decision::Plan { mut plan, .. } = plan_turn(&reg, input).decision else { panic!("a plan") };
+        plan.unresolved = vec![crate::matching::recognize::Unresolved {
+            part: "那边住的地方也帮我看看".to_string(),
+            candidates: vec!["hotel_agent".to_string(), "pickup_agent".to_string()],
+        }];
+        let text = summary(&reg, &plan, Lang::Zh);
+        assert!(text.contains("我不确定") && text.contains("“那边住的地方也帮我看看”：酒店服务，接机服务"), "{text}");
+        let checked = check_model_summary(&reg, &plan, Lang::Zh, "已为您查询北京明天的天气。".to_string());
+        let (text, by) = checked.into_parts();
+        assert_eq!(by, "llm+template", "{text}");
+        assert!(text.contains("那边住的地方也帮我看看"), "{text}");
+    }
+
     #[test]
     fn a_rejected_value_is_named_with_why_and_the_options() {
         let past = ask("帮我订北京的酒店，2020-01-01入住", json!({}), Lang::Zh);
