@@ -705,8 +705,8 @@ impl Recognizer {
     /// my orchard last night. I have coverage through the co-op…": the crop-insurance card, which
     /// the lexical stage could not tell from a harvest-sales card on words). After a near tie of
     /// cards the lexical stage had selected (`tied`), the lead must be
-    /// [`CLEAR_MARGIN`](super::semantic_stage::CLEAR_MARGIN). A card that does not share the
-    /// query's topic with another offered card that does is not planned.
+    /// [`CLEAR_MARGIN`](super::semantic_stage::CLEAR_MARGIN). The card is not planned when
+    /// another offered card shares a lexicon topic with the query and it does not.
     #[cfg(feature = "semantic")]
     fn settle_question(
         &self,

@@ -244,7 +244,7 @@ pub struct TaskPlan {
     pub unhandled: Vec<String>,
     /// Parts of the request joined by a connective that some cards may mean, none clearly
     /// (`{part, candidates}`, candidates as agent ids, best first): not planned; the summary
-    /// asks about them (docs/conversation.md).
+    /// asks about them (docs/planning.md, "Parts no card covers").
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unresolved: Vec<crate::matching::recognize::Unresolved>,
 }
