@@ -439,8 +439,8 @@ mod tests {
     use crate::planner::{plan_turn, Decision, TurnInput};
     use crate::registry::RegistryHandle;
 
-    /// The `blocked` text of a fresh turn with `query` and form `slots`.
-    fn ask(query: &str, slots: Value, lang: Lang) -> String {
+    /// The demo registry and the plan of a fresh turn with `query` and form `slots`.
+    fn fresh_plan(query: &str, slots: Value, lang: Lang) -> (std::sync::Arc<crate::registry::Registry>, TaskPlan) {
         let reg =
             RegistryHandle::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join("agents_config.yaml")).unwrap().load();
         let slots: Map<String, Value> = slots.as_object().cloned().unwrap_or_default();
@@ -457,6 +457,12 @@ mod tests {
             lang,
         };
         let Decision::Plan { plan, .. } = plan_turn(&reg, input).decision else { panic!("a plan") };
+        (reg, plan)
+    }
+
+    /// The `blocked` text of a fresh turn with `query` and form `slots`.
+    fn ask(query: &str, slots: Value, lang: Lang) -> String {
+        let (reg, plan) = fresh_plan(query, slots, lang);
         blocked_text(&reg, &plan, lang)
     }
 
@@ -464,22 +470,7 @@ mod tests {
     /// names, and appended to a model's summary that leaves it out.
     #[test]
     fn an_unresolved_part_is_asked_about_with_the_cards_names() {
-        let reg =
-            RegistryHandle::open(&Path::new(env!("CARGO_MANIFEST_DIR")).join("agents_config.yaml")).unwrap().load();
-        let empty = Map::new();
-        let input = TurnInput {
-            query: "北京明天天气怎么样",
-            slots: &empty,
-            session_slots: &empty,
-            pending: None,
-            choice: None,
-            pending_plan_id: None,
-            previous: None,
-            today: NaiveDate::from_ymd_opt(2026, 11, 23).unwrap(),
-            plan_id: "plan_t",
-            lang: Lang::Zh,
-        };
-        let Decision::Plan { mut plan, .. } = plan_turn(&reg, input).decision else { panic!("a plan") };
+        let (reg, mut plan) = fresh_plan("北京明天天气怎么样", json!({}), Lang::Zh);
         plan.unresolved = vec![crate::matching::recognize::Unresolved {
             part: "那边住的地方也帮我看看".to_string(),
             candidates: vec!["hotel_agent".to_string(), "pickup_agent".to_string()],
