@@ -439,6 +439,23 @@ fn recognition_report_twentyfifth_config_written_blind() {
     assert_floors(&evaluate("twentyfifth_queries.yaml"), 76.0, 65.0, 100.0);
 }
 
+/// The twenty-sixth set (a city public library and a live-event ticketing platform), written
+/// blind by a helper session on 26 Nov (sixth session), before that session's changes.
+#[test]
+fn recognition_report_twentysixth_config_written_blind() {
+    // First run, before any reading of its misses: 38/60, paraphrases 17/32, out of scope 5/8
+    // (chit-chat included).
+    assert_floors(&evaluate("twentysixth_queries.yaml"), 63.0, 53.0, 62.0);
+}
+
+/// The twenty-seventh set (a dental clinic chain and a small-business accounting and tax
+/// service), written like the twenty-sixth.
+#[test]
+fn recognition_report_twentyseventh_config_written_blind() {
+    // First run, before any reading of its misses: 47/60, paraphrases 22/32, out of scope 7/8.
+    assert_floors(&evaluate("twentyseventh_queries.yaml"), 78.0, 68.0, 87.0);
+}
+
 /// A lone topical candidate under the selection threshold is planned when no other card comes
 /// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
 /// query asks like one in a single clause.
