@@ -809,6 +809,28 @@ fn the_encoder_settles_a_question_it_clearly_answers() {
     assert_eq!(routed(&registry, q).0, ["crop_insurance_agent"]);
 }
 
+/// A turn the rules leave unplanned plans the encoder's nearest card when the odds that it is
+/// meant (`semantic_stage::nearest_meant`, a fit over the evaluation sets) reach `TRUST`: "I'm on
+/// warfarin…" is more about drugs than about anything the pharmacy's cards name on words, so it
+/// was out of scope, though the pharmacist card is nearest by a wide margin.
+#[cfg(feature = "semantic")]
+#[test]
+fn the_odds_of_the_nearest_card_settle_an_unplanned_turn() {
+    use switchboard::matching::semantic_stage::{nearest_meant, CardTexts, TRUST};
+    let handle = eval_config("twentyfourth");
+    let registry = handle.load();
+    let q = "I'm on warfarin. Is it safe to add fish oil and some ibuprofen for my knee, or will they mess with each other?";
+    let rec = registry.recognizer.recognize(q);
+    assert_eq!(selected(&rec), ["pharmacist_consult_agent"], "{rec:?}");
+    assert!(rec.by_meaning, "{rec:?}");
+    assert_eq!(routed(&registry, q).0, ["pharmacist_consult_agent"]);
+    let specs: Vec<_> = registry.agents().iter().map(|a| &a.spec).collect();
+    let sims = CardTexts::new(&specs).similarities(q);
+    assert!(nearest_meant(&sims).is_some_and(|p| p >= TRUST), "{sims:?}");
+    // Below the odds, a greeting-free question no card is near stays out of scope.
+    assert!(routed(&registry, "What's the capital of Australia?").0.is_empty());
+}
+
 /// An advice request ("which brand is best", "推荐一个", "哪家便宜") plans no card that does a
 /// job of its field without advising: it is offered, not dispatched. A card that compares, or a
 /// card named by keyword, is still planned for one.

@@ -705,8 +705,13 @@ impl Recognizer {
     /// my orchard last night. I have coverage through the co-op…": the crop-insurance card, which
     /// the lexical stage could not tell from a harvest-sales card on words). After a near tie of
     /// cards the lexical stage had selected (`tied`), the lead must be
-    /// [`CLEAR_MARGIN`](super::semantic_stage::CLEAR_MARGIN). The card is not planned when
-    /// another offered card shares a lexicon topic with the query and it does not.
+    /// [`CLEAR_MARGIN`](super::semantic_stage::CLEAR_MARGIN). A turn that would ask or plan
+    /// nothing also plans that card when the odds that it is meant
+    /// ([`nearest_meant`](super::semantic_stage::nearest_meant)) reach
+    /// [`TRUST`](super::semantic_stage::TRUST) ("I'm on warfarin. Is it safe to add fish oil…":
+    /// more about drugs than about anything a pharmacy's cards name, yet clearly the pharmacist
+    /// card's job). The card is not planned when another offered card shares a lexicon topic
+    /// with the query and it does not.
     #[cfg(feature = "semantic")]
     fn settle_question(
         &self,
@@ -715,26 +720,32 @@ impl Recognizer {
         sims: impl Fn() -> Vec<super::semantic_stage::Similarity>,
         recognition: &mut Recognition,
     ) {
-        use super::semantic_stage::{confidence, ASKED_MARGIN, CLEAR, CLEAR_MARGIN, TOPIC_RIVAL};
-        if !recognition.selected.is_empty() || recognition.uncertain.is_empty() || !content() {
+        use super::semantic_stage::{
+            confidence, nearest_meant, ASKED_MARGIN, CLEAR, CLEAR_MARGIN, OFFER, TOPIC_RIVAL, TRUST,
+        };
+        if !recognition.selected.is_empty() || !content() {
             return;
         }
         let sims = sims();
-        let negated = |s: &&super::semantic_stage::Similarity| {
+        let negated = |s: &super::semantic_stage::Similarity| {
             recognition.score(&self.cards[s.card as usize].id).is_some_and(CardScore::negated)
         };
-        let mut near = sims.iter().filter(|s| !negated(s));
-        let (Some(&first), second) = (near.next(), near.next().map_or(-1.0, |s| s.cosine)) else { return };
+        let near: Vec<super::semantic_stage::Similarity> = sims.into_iter().filter(|s| !negated(s)).collect();
+        let Some(&first) = near.first() else { return };
+        let second = near.get(1).map_or(-1.0, |s| s.cosine);
         let id = &self.cards[first.card as usize].id;
         let offered = recognition.uncertain.iter().take(OFFERED).any(|c| &c.id == id);
         let margin = if tied { CLEAR_MARGIN } else { ASKED_MARGIN };
-        if !offered || first.cosine < CLEAR || first.cosine - second < margin {
-            return;
-        }
         // The query's topic belongs to another offered card ("帮我订一张去北京的机票": the flight
         // card, beside a hotel card whose example reads alike): the question stands.
         let topical = |c: &CardScore| recognition.topical.contains(&c.id) && c.confidence >= TOPIC_RIVAL;
-        if !recognition.topical.contains(id) && recognition.uncertain.iter().take(OFFERED).any(topical) {
+        let rival = !recognition.topical.contains(id) && recognition.uncertain.iter().take(OFFERED).any(topical);
+        let clear = offered && first.cosine >= CLEAR && first.cosine - second >= margin;
+        // The odds do not reach below an offerable card (every turn they planned on the evaluation
+        // sets had cosine 0.35 or more: a lone card at 0.25 among far ones is no meaning found),
+        // and a near tie of cards confident on words stays a question.
+        let likely = !tied && first.cosine >= OFFER && nearest_meant(&near).is_some_and(|p| p >= TRUST);
+        if rival || !(clear || likely) {
             return;
         }
         let id = id.clone();
