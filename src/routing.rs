@@ -176,6 +176,18 @@ pub fn explain(registry: &Registry, query: &str) -> String {
             let _ = writeln!(out, "{:<width$}  {:>5}  {:>5}  {:<10}  {}", "", "", "", "", evidence_line(e));
         }
     }
+    #[cfg(feature = "semantic")]
+    {
+        use crate::matching::semantic_stage::TRUST;
+        let (nearest, odds) = registry.recognizer.meaning(query, 3);
+        if !nearest.is_empty() {
+            let cards: Vec<String> = nearest.iter().map(|(id, cosine)| format!("{id} {cosine:.2}")).collect();
+            let odds = odds.map_or(String::new(), |p| {
+                format!("; odds the nearest is meant {p:.2} (planned from {TRUST:.2} when no rule decided)")
+            });
+            let _ = writeln!(out, "\nnearest in meaning: {}{odds}", cards.join(", "));
+        }
+    }
     let _ = writeln!(out);
     let (routed, keys) = route(registry, query);
     let simple = planner::intent::simple_intent_beside(registry, &query.to_lowercase(), &rec);

@@ -664,6 +664,9 @@ fn explain_shows_every_card_and_the_decision() {
     }
     assert!(text.contains("negated by \"别\""), "{text}");
     assert!(text.contains("decision: plan weather_agent"), "{text}");
+    // The encoder's view: its nearest cards and the odds that the nearest is meant.
+    #[cfg(feature = "semantic")]
+    assert!(text.contains("nearest in meaning: weather_agent") && text.contains("odds the nearest is meant"), "{text}");
 }
 
 #[tokio::test]

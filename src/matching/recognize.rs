@@ -422,6 +422,17 @@ impl Recognizer {
         self.meaning.warm();
     }
 
+    /// The encoder's view of `query`, for operators (`switchboard explain`): the nearest cards
+    /// (at most `n`, `(card id, cosine)` best first) and the odds that the nearest is meant
+    /// ([`nearest_meant`](super::semantic_stage::nearest_meant); `None` under three cards).
+    /// Costs one encoding of the query.
+    #[cfg(feature = "semantic")]
+    pub fn meaning(&self, query: &str, n: usize) -> (Vec<(&str, f32)>, Option<f32>) {
+        let sims = self.meaning.similarities(query);
+        let odds = super::semantic_stage::nearest_meant(&sims);
+        (sims.iter().take(n).map(|s| (self.cards[s.card as usize].id.as_str(), s.cosine)).collect(), odds)
+    }
+
     /// Number of cards compiled.
     pub fn len(&self) -> usize {
         self.cards.len()
