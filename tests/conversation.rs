@@ -286,6 +286,50 @@ async fn a_vague_request_asks_which_capability_and_a_pick_runs_it() {
     assert_eq!(app.calls(&first).len(), before + 1);
 }
 
+/// A request joined to a planned one that no card clearly means ("…，另外我们能不能再多住一天"
+/// beside a stay-extension card and a hotel card) is asked about as a did-you-mean question in
+/// the same answer: the plan runs, the part is stored as the pending choice with the
+/// `intent_picker` widget, and the pick plans the card on that part.
+#[tokio::test]
+async fn a_part_no_card_clearly_means_is_asked_about_beside_the_plan_and_a_pick_runs_it() {
+    let app = spawn_app_with(Setup::default(), |c| {
+        let agents = c["agents"].as_array_mut().unwrap();
+        let weather = agents.iter().find(|a| a["id"] == "weather_agent").unwrap().clone();
+        let mut stay = weather.clone();
+        stay["id"] = json!("stay_agent");
+        stay["name"] = json!({ "zh": "住宿延期", "en": "Stay extension" });
+        stay["description"] =
+            json!({ "zh": "为已入住的客人延长住宿或延迟退房。", "en": "Extends a current hotel stay or arranges a late checkout." });
+        stay["keywords"] = json!([]);
+        stay["examples"] = json!(["明天能晚点退房吗", "Can I keep my room until 2pm?"]);
+        agents.push(stay);
+    })
+    .await;
+    let events = app.ask("把1000美元换成人民币，另外我们能不能再多住一天", None).await;
+    let th = thread(&events);
+    let answer = done(&events).clone();
+    assert_eq!(app.calls("exchange_agent").len(), 1, "the plan ran");
+    let content = answer["content"].as_str().unwrap();
+    assert!(content.contains("我们能不能再多住一天") && content.contains("住宿延期"), "{content}");
+    let info = &answer["metadata"]["semantic_info"][0];
+    assert_eq!(info["type"], "intent", "{answer:#}");
+    assert_eq!(info["fe_widgets_suggestion"], json!(["intent_picker"]));
+    assert_eq!(info["candidates"][0]["agent_id"], "stay_agent");
+    assert_eq!(answer["metadata"]["state"]["did_you_mean"], 1);
+    let (_, s) = session(&app, &th, "u1").await;
+    assert_eq!(s["choice"]["query"], "我们能不能再多住一天", "{s}");
+    assert_eq!(s["choice"]["choice_id"], info["task_id"]);
+
+    // The pick plans the card on the part, not on the whole first query.
+    let second = app.ask("第一个", Some(&th)).await;
+    let state = &of_stage(&second, "intent_done")[0]["metadata"]["state"];
+    assert_eq!(state["mode"], "chosen", "{state:#}");
+    assert_eq!(state["intent"]["intent"], json!(["stay_agent"]), "{state:#}");
+    done(&second);
+    assert_eq!(app.calls("exchange_agent").len(), 1, "the planned part is not run again");
+    assert!(session(&app, &th, "u1").await.1["choice"].is_null(), "answered");
+}
+
 #[tokio::test]
 async fn a_did_you_mean_question_is_cancelled_expired_and_asked_again_like_a_clarification() {
     let app = spawn_app_with(Setup::default(), |c| c["supervisor"]["max_clarification_rounds"] = json!(2)).await;

@@ -295,6 +295,26 @@ impl Conversation {
         Self { state: ConversationState::AwaitingIntent(choice), last_intent: Vec::new(), ..self }
     }
 
+    /// A plan turn that also asks which card a part of the query meant (a request no card
+    /// clearly means, `plan.unresolved`): the question is stored as by
+    /// [`Conversation::asked_choice`] (round 1), and the plan's intent is kept for elliptical
+    /// follow-ups. Only from [`ConversationState::Idle`]: blocked sub-tasks waiting for keys keep
+    /// the conversation (the part is then only told in the summary); returns `self` unchanged.
+    pub fn planned_with_choice(
+        self,
+        choice_id: String,
+        part: String,
+        candidates: Vec<String>,
+        now: DateTime<Utc>,
+        policy: &Policy,
+    ) -> Self {
+        if self.state != ConversationState::Idle {
+            return self;
+        }
+        let last_intent = self.last_intent.clone();
+        Self { last_intent, ..self.asked_choice(choice_id, part, candidates, 1, now, policy) }
+    }
+
     /// Counts the ask of a plan: a resume that runs nothing and asks for exactly the keys asked
     /// last time is one more round of the same question; anything else starts at round 1.
     pub fn ask_round(&self, mode: PlanMode, runs_something: bool, missing_keys: &[String], policy: &Policy) -> Round {

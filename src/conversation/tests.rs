@@ -331,3 +331,20 @@ fn a_did_you_mean_question_lives_like_a_clarification() {
     let next = asking(1, at(10)).escalated(EscalationReason::UserRequested, at(4));
     assert!(matches!(next.state, ConversationState::Escalated(_)));
 }
+
+#[test]
+fn a_plan_asks_about_an_unresolved_part_only_when_nothing_else_waits() {
+    let stay = vec!["stay_agent".to_string()];
+    // After a plan that left nothing blocked: the part is the pending question, the plan's
+    // intent kept for elliptical follow-ups.
+    let planned = Conversation::default().planned(outcome(PlanMode::Fresh, Vec::new()), 1, at(1), &policy());
+    let intent = planned.last_intent.clone();
+    assert!(!intent.is_empty());
+    let next = planned.planned_with_choice("choice_p".into(), "再多住一天".into(), stay.clone(), at(1), &policy());
+    let c = next.choice().expect("awaiting a pick");
+    assert_eq!((c.choice_id.as_str(), c.query.as_str(), c.rounds, c.expires_at), ("choice_p", "再多住一天", 1, at(11)));
+    assert_eq!(next.last_intent, intent);
+    // Blocked sub-tasks wait for keys: they keep the conversation.
+    let blocked = awaiting(1, &["city"], at(10));
+    assert_eq!(blocked.clone().planned_with_choice("choice_q".into(), "x".into(), stay, at(1), &policy()), blocked);
+}

@@ -8,12 +8,12 @@ use tracing::Instrument;
 
 use super::{Supervisor, TurnRequest};
 use crate::config::{Access, CircuitOpenAction, InjectionAction};
-use crate::conversation::{Dropped, PlanOutcome, Policy, Round};
+use crate::conversation::{ConversationState, Dropped, PlanOutcome, Policy, Round};
 use crate::events::{EscalationCard, EventSink, Stage, StageEvent};
 use crate::llm::decide::{decide, PlannerMeta};
 use crate::planner::{
-    choice, ChoiceInput, Decision, EscalationReason, IntentChoice, Lang, PlanMode, Previous, SubTask, TaskPlan,
-    TaskStatus, TurnDecision, TurnInput,
+    choice, ChoiceInput, Decision, EscalationReason, IntentChoice, Lang, PlanMode, Previous, SemanticInfo, SubTask,
+    TaskPlan, TaskStatus, TurnDecision, TurnInput,
 };
 use crate::registry::Registry;
 use crate::session::Session;
@@ -327,23 +327,48 @@ impl Supervisor {
             let pending = session.conversation.pending().map(|p| p.tasks.clone());
             return self.escalate(t, session, reason, summary, pending.as_deref(), Some(&text));
         }
+        let mut asks = plan.semantic_info.clone();
+        let choice = self.ask_unresolved(t, session, &plan);
+        let asked = choice.is_some();
+        asks.extend(choice);
         let plan = std::sync::Arc::new(plan);
         let mut done = StageEvent::new(Stage::Answer, text.clone())
             .agent("summarize")
             .plan(plan.clone())
             .state("summarizer", summarizer);
-        if !plan.semantic_info.is_empty() {
-            done = done.semantic_info(&plan.semantic_info);
+        if asked {
+            done = done.state("did_you_mean", 1);
+        }
+        if !asks.is_empty() {
+            done = done.semantic_info(&asks);
         }
         let questions = plan.remote_questions();
         if !questions.is_empty() {
             done = done.questions(&questions);
         }
-        if !plan.semantic_info.is_empty() || !questions.is_empty() {
+        if !asks.is_empty() || !questions.is_empty() {
             done.payload.clarification_expires_at = session.conversation.waiting_until();
         }
         t.sink.emit(done);
         text
+    }
+
+    /// The first part of the plan's query no card clearly meant (`plan.unresolved`), as a
+    /// did-you-mean question stored beside the plan (see [`Conversation::planned_with_choice`]):
+    /// its `semantic_info` entry (`type: "intent"`, the `intent_picker` widget), or `None` when
+    /// there is no such part, none of its cards is enabled, or blocked sub-tasks already wait for
+    /// the user (the summary still names the part).
+    fn ask_unresolved(&self, t: &TurnCtx<'_>, session: &mut Session, plan: &TaskPlan) -> Option<SemanticInfo> {
+        let part = plan.unresolved.first()?;
+        let offered = choice::offered(t.registry, &part.candidates, t.lang);
+        if offered.is_empty() || session.conversation.state != ConversationState::Idle {
+            return None;
+        }
+        let id = format!("choice_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
+        let candidates = offered.iter().map(|c| c.agent_id.clone()).collect();
+        let conv = std::mem::take(&mut session.conversation);
+        session.conversation = conv.planned_with_choice(id.clone(), part.part.clone(), candidates, t.now, &t.policy);
+        Some(summarize::choice_info(t.registry.texts(), &id, offered, t.lang))
     }
 
     /// Blocks the plan's `write` sub-tasks the caller may not run (`auth`): never dispatched,
