@@ -435,6 +435,40 @@ async fn a_did_you_mean_question_is_an_enum_interrupt_and_resume_picks() {
     assert_eq!(app.calls("weather_agent")[0].body["inputs"]["city"], "上海");
 }
 
+/// A part of a planned request no card clearly means ends the run with an intent interrupt
+/// beside the finished plan; resuming with a pick plans that card on the part (here blocked for
+/// its city, which the part does not give: a second interrupt, for the key).
+#[tokio::test]
+async fn a_part_no_card_clearly_means_is_an_intent_interrupt_after_the_plan() {
+    let app = spawn_app_with(Setup::default(), add_stay_card).await;
+    let first = run(
+        &app,
+        json!({ "threadId": "agui-part", "runId": "r1",
+                "messages": [{ "id": "m1", "role": "user", "content": "把1000美元换成人民币，另外我们能不能再多住一天" }] }),
+    )
+    .await;
+    check_run(&first);
+    assert_eq!(app.calls("exchange_agent").len(), 1, "the plan ran");
+    let finished = first.last().unwrap();
+    assert_eq!(finished["outcome"]["type"], "interrupt", "{finished}");
+    let interrupt = &finished["outcome"]["interrupts"][0];
+    assert_eq!(interrupt["responseSchema"]["properties"]["intent"]["enum"], json!(["stay_agent"]), "{interrupt}");
+    assert_eq!(interrupt["metadata"]["widgets"][0]["widget"], "intent_picker");
+
+    let second = run(
+        &app,
+        json!({ "threadId": "agui-part", "runId": "r2", "messages": [],
+                "resume": [{ "interruptId": interrupt["id"], "status": "resolved", "payload": { "intent": "stay_agent" } }] }),
+    )
+    .await;
+    check_run(&second);
+    let finished = second.last().unwrap();
+    assert_eq!(finished["outcome"]["type"], "interrupt", "{finished}");
+    let keys = &finished["outcome"]["interrupts"][0]["metadata"]["widgets"];
+    assert_eq!(keys[0]["key"], "city", "the stay card, planned on the part, asks for its city: {finished}");
+    assert_eq!(app.calls("exchange_agent").len(), 1, "the planned part is not run again");
+}
+
 /// The events attributed to a sub-agent run (`subagentRunId`), by type.
 fn of_subagent<'a>(events: &'a [Value], run: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["subagentRunId"] == run).collect()

@@ -217,3 +217,16 @@ pub(crate) fn assert_no_agent_ids(events: &[Value], ids: &[&str]) {
         }
     }
 }
+
+/// Adds `stay_agent` ("住宿延期": extends a hotel stay), served by the weather sample agent, to
+/// the demo config: beside it "…，另外我们能不能再多住一天" is a part no card clearly means.
+pub(crate) fn add_stay_card(config: &mut Value) {
+    let agents = config["agents"].as_array_mut().unwrap();
+    let mut stay = agents.iter().find(|a| a["id"] == "weather_agent").unwrap().clone();
+    stay["id"] = json!("stay_agent");
+    stay["name"] = json!({ "zh": "住宿延期", "en": "Stay extension" });
+    stay["description"] = json!({ "zh": "为已入住的客人延长住宿或延迟退房。", "en": "Extends a current hotel stay or arranges a late checkout." });
+    stay["keywords"] = json!([]);
+    stay["examples"] = json!(["明天能晚点退房吗", "Can I keep my room until 2pm?"]);
+    agents.push(stay);
+}

@@ -292,19 +292,7 @@ async fn a_vague_request_asks_which_capability_and_a_pick_runs_it() {
 /// `intent_picker` widget, and the pick plans the card on that part.
 #[tokio::test]
 async fn a_part_no_card_clearly_means_is_asked_about_beside_the_plan_and_a_pick_runs_it() {
-    let app = spawn_app_with(Setup::default(), |c| {
-        let agents = c["agents"].as_array_mut().unwrap();
-        let weather = agents.iter().find(|a| a["id"] == "weather_agent").unwrap().clone();
-        let mut stay = weather.clone();
-        stay["id"] = json!("stay_agent");
-        stay["name"] = json!({ "zh": "住宿延期", "en": "Stay extension" });
-        stay["description"] =
-            json!({ "zh": "为已入住的客人延长住宿或延迟退房。", "en": "Extends a current hotel stay or arranges a late checkout." });
-        stay["keywords"] = json!([]);
-        stay["examples"] = json!(["明天能晚点退房吗", "Can I keep my room until 2pm?"]);
-        agents.push(stay);
-    })
-    .await;
+    let app = spawn_app_with(Setup::default(), add_stay_card).await;
     let events = app.ask("把1000美元换成人民币，另外我们能不能再多住一天", None).await;
     let th = thread(&events);
     let answer = done(&events).clone();
