@@ -271,7 +271,8 @@ fn recognition_report_ninth_config_written_blind() {
     // 13 -> 17), and the rules changed after reading its misses. The rule that settles a question
     // the encoder clearly answers (26 Nov) costs one out-of-scope query ("帮我把家里那台开了五年的
     // 二手车挂出去卖了" now goes to the car-service card): out of scope 6/8 -> 5/8.
-    assert_floors(&evaluate("ninth_queries.yaml"), 78.0, 71.0, 62.0);
+    // Sixth session, the odds of the encoder's nearest card (floors one query under): +2 paraphrase(s).
+    assert_floors(&evaluate("ninth_queries.yaml"), 83.0, 81.0, 62.0);
 }
 
 /// The tenth set (a pet-care platform and a fitness and leisure membership app) was written blind
@@ -293,7 +294,8 @@ fn recognition_report_eleventh_config_written_blind() {
     // Its domains were kept out of the lexicon until the rules changed since gave 33/60, 10/32;
     // then a helper who saw no query wrote groups for them, from a brief written after reading
     // the misses (it named some of their words): 38/60, 16/32.
-    assert_floors(&evaluate("eleventh_queries.yaml"), 70.0, 59.0, 75.0);
+    // Sixth session, the odds of the encoder's nearest card (floors one query under): +1 paraphrase(s).
+    assert_floors(&evaluate("eleventh_queries.yaml"), 78.0, 68.0, 75.0);
 }
 
 /// The twelfth set (a company's HR and IT employee self-service) was written blind by a helper,
@@ -331,6 +333,7 @@ fn recognition_report_fourteenth_config_written_blind() {
 fn recognition_report_fifteenth_config_written_blind() {
     // First run, before any reading of its misses: 37/60, paraphrases 14/32, out of scope 8/8.
     // A card's similarity by its centroid (26 Nov, fifth session): 53 -> 51/60, out of scope 7/8.
+    // Sixth session, the odds of the encoder's nearest card (floors one query under): +1 paraphrase(s).
     assert_floors(&evaluate("fifteenth_queries.yaml"), 85.0, 81.0, 87.0);
 }
 
@@ -364,7 +367,8 @@ fn recognition_report_eighteenth_config_written_blind() {
     // First run, before any reading of its misses: 38/60, paraphrases 18/32, out of scope 4/5.
     // Then, with the agreement rule and the phrasal-verb compounds made after reading them: 40/60,
     // 19/32.
-    assert_floors(&evaluate("eighteenth_queries.yaml"), 63.0, 56.0, 80.0);
+    // Sixth session, the odds of the encoder's nearest card (floors one query under): +2 paraphrase(s).
+    assert_floors(&evaluate("eighteenth_queries.yaml"), 68.0, 62.0, 80.0);
 }
 
 /// The nineteenth set (a cross-border freight forwarder's desk and a car dealership's customer
@@ -394,7 +398,8 @@ fn recognition_report_twentyfirst_config_written_blind() {
     // Then, with retractions: 37/60; with a thanks naming the teacher answered as thanks: 38/60,
     // out of scope 5/8; with the rule that settles a question the encoder clearly answers: 42/60,
     // paraphrases 23/32.
-    assert_floors(&evaluate("twentyfirst_queries.yaml"), 70.0, 71.0, 62.0);
+    // Sixth session, the odds of the encoder's nearest card (floors one query under): +1 paraphrase(s).
+    assert_floors(&evaluate("twentyfirst_queries.yaml"), 75.0, 75.0, 62.0);
 }
 
 /// The twenty-second set (a mobile carrier and a wedding planner), written blind by a helper
@@ -407,7 +412,8 @@ fn recognition_report_twentysecond_config_written_blind() {
     // before this set and measured on it after: 37/60, 19/32. Then, with advice requests planning
     // no card that does not advise (made after reading its out-of-scope misses): 40/60, out of
     // scope 7/8.
-    assert_floors(&evaluate("twentysecond_queries.yaml"), 66.0, 59.0, 87.0);
+    // Sixth session, the odds of the encoder's nearest card (floors one query under): +1 paraphrase(s).
+    assert_floors(&evaluate("twentysecond_queries.yaml"), 71.0, 65.0, 87.0);
 }
 
 /// The twenty-third set (a veterinary clinic chain and a real-estate brokerage), written like the
@@ -426,7 +432,8 @@ fn recognition_report_twentythird_config_written_blind() {
 fn recognition_report_twentyfourth_config_written_blind() {
     // First run, before any reading of its misses: 41/60, paraphrases 20/32, out of scope 6/8
     // (chit-chat included).
-    assert_floors(&evaluate("twentyfourth_queries.yaml"), 68.0, 62.0, 75.0);
+    // Sixth session, the odds of the encoder's nearest card (floors one query under): +2 paraphrase(s).
+    assert_floors(&evaluate("twentyfourth_queries.yaml"), 70.0, 65.0, 75.0);
 }
 
 /// The twenty-fifth set (a coworking space and a laundry / dry-cleaning service), written like
