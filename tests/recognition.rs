@@ -271,8 +271,8 @@ fn recognition_report_ninth_config_written_blind() {
     // 13 -> 17), and the rules changed after reading its misses. The rule that settles a question
     // the encoder clearly answers (26 Nov) costs one out-of-scope query ("帮我把家里那台开了五年的
     // 二手车挂出去卖了" now goes to the car-service card): out of scope 6/8 -> 5/8.
-    // Sixth session, the odds of the encoder's nearest card (floors one query under): +2 paraphrase(s).
-    assert_floors(&evaluate("ninth_queries.yaml"), 83.0, 81.0, 62.0);
+    // Sixth session, the odds of the encoder's nearest card (floors one query under): +1 paraphrase(s).
+    assert_floors(&evaluate("ninth_queries.yaml"), 81.0, 78.0, 62.0);
 }
 
 /// The tenth set (a pet-care platform and a fitness and leisure membership app) was written blind
@@ -412,8 +412,7 @@ fn recognition_report_twentysecond_config_written_blind() {
     // before this set and measured on it after: 37/60, 19/32. Then, with advice requests planning
     // no card that does not advise (made after reading its out-of-scope misses): 40/60, out of
     // scope 7/8.
-    // Sixth session, the odds of the encoder's nearest card (floors one query under): +1 paraphrase(s).
-    assert_floors(&evaluate("twentysecond_queries.yaml"), 71.0, 65.0, 87.0);
+    assert_floors(&evaluate("twentysecond_queries.yaml"), 66.0, 59.0, 87.0);
 }
 
 /// The twenty-third set (a veterinary clinic chain and a real-estate brokerage), written like the

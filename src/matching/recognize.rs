@@ -538,7 +538,7 @@ impl Recognizer {
             self.drop_weak_companions(query, &picks, sims, &mut recognition);
             let content = || has_content((0, query.len()));
             self.semantic_stage(any_selected, topics, !parts.cues.is_empty(), content, sims, &mut recognition);
-            self.settle_question(any_selected, content, sims, &mut recognition);
+            self.settle_question(any_selected, topics, content, sims, &mut recognition);
         }
         #[cfg(feature = "semantic")]
         if any_selected {
@@ -721,12 +721,15 @@ impl Recognizer {
     /// ([`nearest_meant`](super::semantic_stage::nearest_meant)) reach
     /// [`TRUST`](super::semantic_stage::TRUST) ("I'm on warfarin. Is it safe to add fish oil…":
     /// more about drugs than about anything a pharmacy's cards name, yet clearly the pharmacist
-    /// card's job). The card is not planned when another offered card shares a lexicon topic
-    /// with the query and it does not.
+    /// card's job); not for a query with no word of any card that is more about topics no card
+    /// covers than covered ones (left out of scope unencoded, as by the semantic stage). The card
+    /// is not planned when another offered card shares a lexicon topic with the query and it
+    /// does not.
     #[cfg(feature = "semantic")]
     fn settle_question(
         &self,
         tied: bool,
+        topics: Topics,
         content: impl Fn() -> bool,
         sims: impl Fn() -> Vec<super::semantic_stage::Similarity>,
         recognition: &mut Recognition,
@@ -734,7 +737,13 @@ impl Recognizer {
         use super::semantic_stage::{
             confidence, nearest_meant, ASKED_MARGIN, CLEAR, CLEAR_MARGIN, OFFER, TOPIC_RIVAL, TRUST,
         };
-        if !recognition.selected.is_empty() || !content() {
+        // The odds are weighed where the stage has something to weigh: a question to settle, a
+        // word of some card, or topics the cards cover. A query with no word of any card, about
+        // topics no card covers, stays out of scope without an encoding (the stage's own rule).
+        let weighable = !recognition.uncertain.is_empty()
+            || topics.unknown <= topics.known
+            || recognition.candidates.iter().any(|c| c.raw > 0.0);
+        if !recognition.selected.is_empty() || !weighable || !content() {
             return;
         }
         let sims = sims();
