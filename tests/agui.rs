@@ -454,6 +454,7 @@ async fn a_part_no_card_clearly_means_is_an_intent_interrupt_after_the_plan() {
     let interrupt = &finished["outcome"]["interrupts"][0];
     assert_eq!(interrupt["responseSchema"]["properties"]["intent"]["enum"], json!(["stay_agent"]), "{interrupt}");
     assert_eq!(interrupt["metadata"]["widgets"][0]["widget"], "intent_picker");
+    assert_eq!(interrupt["message"], "“我们能不能再多住一天”是指哪项服务？", "its own question, not the answer");
 
     let second = run(
         &app,

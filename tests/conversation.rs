@@ -302,6 +302,7 @@ async fn a_part_no_card_clearly_means_is_asked_about_beside_the_plan_and_a_pick_
     let info = &answer["metadata"]["semantic_info"][0];
     assert_eq!(info["type"], "intent", "{answer:#}");
     assert_eq!(info["fe_widgets_suggestion"], json!(["intent_picker"]));
+    assert_eq!(info["key_descriptions"], json!(["“我们能不能再多住一天”是指哪项服务？"]));
     assert_eq!(info["candidates"][0]["agent_id"], "stay_agent");
     assert_eq!(answer["metadata"]["state"]["did_you_mean"], 1);
     let (_, s) = session(&app, &th, "u1").await;

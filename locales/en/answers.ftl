@@ -100,6 +100,8 @@ choice-question =
 choice-option = { $n }. { $name }: { $description }
 # The description of the `intent` key of the question's semantic_info entry.
 choice-key-description = What you would like to do
+# The same, for a part of a planned request no capability clearly means; $part: the part as written.
+choice-part-description = Which service did you mean by "{ $part }"?
 
 ## Handing over to a human (escalated)
 

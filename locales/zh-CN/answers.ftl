@@ -100,6 +100,8 @@ choice-question =
 choice-option = { $n }. { $name }：{ $description }
 # The description of the `intent` key of the question's semantic_info entry.
 choice-key-description = 您想办理的事项
+# The same, for a part of a planned request no capability clearly means; $part: the part as written.
+choice-part-description = “{ $part }”是指哪项服务？
 
 ## Handing over to a human (escalated)
 

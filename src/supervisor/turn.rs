@@ -355,7 +355,8 @@ impl Supervisor {
 
     /// The first part of the plan's query no card clearly meant (`plan.unresolved`), as a
     /// did-you-mean question stored beside the plan (see [`Conversation::planned_with_choice`]):
-    /// its `semantic_info` entry (`type: "intent"`, the `intent_picker` widget), or `None` when
+    /// its `semantic_info` entry (`type: "intent"`, the `intent_picker` widget, the key described
+    /// by a question naming the part: "“我们能不能再多住一天”是指哪项服务？"), or `None` when
     /// there is no such part, none of its cards is enabled, or blocked sub-tasks already wait for
     /// the user (the summary still names the part).
     fn ask_unresolved(&self, t: &TurnCtx<'_>, session: &mut Session, plan: &TaskPlan) -> Option<SemanticInfo> {
@@ -368,7 +369,11 @@ impl Supervisor {
         let candidates = offered.iter().map(|c| c.agent_id.clone()).collect();
         let conv = std::mem::take(&mut session.conversation);
         session.conversation = conv.planned_with_choice(id.clone(), part.part.clone(), candidates, t.now, &t.policy);
-        Some(summarize::choice_info(t.registry.texts(), &id, offered, t.lang))
+        let texts = t.registry.texts();
+        let mut info = summarize::choice_info(texts, &id, offered, t.lang);
+        info.key_descriptions =
+            vec![texts.get(t.lang, "choice-part-description", &[("part", part.part.as_str().into())])];
+        Some(info)
     }
 
     /// Blocks the plan's `write` sub-tasks the caller may not run (`auth`): never dispatched,

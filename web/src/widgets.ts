@@ -102,7 +102,8 @@ export function interruptForm(interrupts: Interrupt[], h: FormHandlers): HTMLFor
   let expired = false;
   for (const it of interrupts) {
     const fieldset = el("fieldset");
-    if (it.message) fieldset.append(el("legend", "", it.message.split("\n")[0]));
+    const legend = it.message?.split("\n")[0];
+    if (legend) fieldset.append(el("legend", "", legend));
     const schema = it.responseSchema ?? {};
     const widgets: Widget[] = Array.isArray(it.metadata?.widgets) ? it.metadata!.widgets : [];
     const keys: string[] = Array.from(new Set([...(schema.required ?? []), ...Object.keys(schema.properties ?? {}), ...widgets.map((w) => w.key)]));
@@ -118,9 +119,12 @@ export function interruptForm(interrupts: Interrupt[], h: FormHandlers): HTMLFor
       c.required = (schema.required ?? []).includes(key);
       // A value to confirm (or any schema default) is filled in: submitting confirms it.
       if (prop.default !== undefined && prop.default !== null) c.value = String(prop.default);
-      const label = el("label", "", w.description ?? prop.description ?? (key === "answer" ? t("answerField") : key));
+      const text = w.description ?? prop.description ?? (key === "answer" ? t("answerField") : key);
+      // A field described by the very question the legend asks (a did-you-mean about a part of a
+      // planned request) is not labelled twice: its label is only read by screen readers.
+      const label = el("label", text === legend ? "sr-only" : "", text);
       label.htmlFor = id;
-      const row = el("div", "field");
+      const row = el("div", text === legend ? "field solo" : "field");
       row.append(label, c);
       fieldset.append(row);
       readers.push(() => [it.id, key, value(c, prop)]);

@@ -301,7 +301,9 @@ impl AgUiMapper {
         let questions = ev.payload.questions.as_deref().unwrap_or_default();
         if !infos.is_empty() || !questions.is_empty() {
             let expires = ev.payload.clarification_expires_at.unwrap_or_else(|| self.default_expiry());
-            let mut interrupts = self.interrupts(infos, &ev.content, expires);
+            // A plan's answer reports what was done: a did-you-mean question beside it is
+            // introduced by its own key description (the part it asks about), not by the answer.
+            let mut interrupts = self.interrupts(infos, &ev.content, ev.payload.plan.is_some(), expires);
             interrupts.extend(questions.iter().map(|q| question_interrupt(q, expires)));
             finished["outcome"] = json!({ "type": "interrupt", "interrupts": interrupts });
         } else {
@@ -320,9 +322,17 @@ impl AgUiMapper {
                 .unwrap_or(chrono::Duration::MAX)
     }
     /// One interrupt per blocked sub-task, merging its `miss` and `invalid` keys; a did-you-mean
-    /// question is one interrupt whose `responseSchema` is an enum of the candidates; a sub-task
+    /// question is one interrupt whose `responseSchema` is an enum of the candidates (beside a
+    /// plan's answer, `plan_answer`, its message is its own key description, which names the
+    /// part it asks about, rather than the answer); a sub-task
     /// blocked for auth gets one `auth_required` interrupt instead.
-    fn interrupts(&self, infos: &[SemanticInfo], message: &str, expires: chrono::DateTime<chrono::Utc>) -> Vec<Value> {
+    fn interrupts(
+        &self,
+        infos: &[SemanticInfo],
+        message: &str,
+        plan_answer: bool,
+        expires: chrono::DateTime<chrono::Utc>,
+    ) -> Vec<Value> {
         // (task id, agent id, [(key, description, widget)])
         type Keys = Vec<(String, String, String)>;
         let mut by_task: Vec<(String, String, Keys)> = Vec::new();
@@ -331,7 +341,8 @@ impl AgUiMapper {
         choices.extend(auth.iter().map(|i| auth_interrupt(i, expires)));
         for info in infos.iter().filter(|i| !auth.iter().any(|a| a.task_id == i.task_id)) {
             if info.kind == crate::planner::MissKind::Intent {
-                choices.push(self.choice_interrupt(info, message, expires));
+                let own = info.key_descriptions.first().filter(|_| plan_answer);
+                choices.push(self.choice_interrupt(info, own.map_or(message, String::as_str), expires));
                 continue;
             }
             let entry = match by_task.iter_mut().position(|(t, _, _)| *t == info.task_id) {
