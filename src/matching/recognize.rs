@@ -674,7 +674,7 @@ impl Recognizer {
             // unless the encoder finds one card clearly meant that the lexical stage found too
             // (no lexical candidate at all: no encoding).
             let covered = topics.unknown <= topics.known;
-            if (covered || recognition.candidates.iter().any(|c| c.raw > 0.0)) && content() {
+            if worth_encoding(topics, recognition) && content() {
                 let sims = sims();
                 if self.agreed(&sims, recognition) {
                     return;
@@ -740,9 +740,7 @@ impl Recognizer {
         // The odds are weighed where the stage has something to weigh: a question to settle, a
         // word of some card, or topics the cards cover. A query with no word of any card, about
         // topics no card covers, stays out of scope without an encoding (the stage's own rule).
-        let weighable = !recognition.uncertain.is_empty()
-            || topics.unknown <= topics.known
-            || recognition.candidates.iter().any(|c| c.raw > 0.0);
+        let weighable = !recognition.uncertain.is_empty() || worth_encoding(topics, recognition);
         if !recognition.selected.is_empty() || !weighable || !content() {
             return;
         }
@@ -2192,6 +2190,14 @@ fn select(out: &mut [ClauseScore]) {
             taken.extend(c.spans.iter().map(|&(s, e, _)| (s, e)));
         }
     }
+}
+
+/// Whether a query no card was selected for is worth the semantic stage's encoding: it is no
+/// more about topics no card covers than about covered ones, or some card has lexical evidence
+/// (a raw score). Otherwise it stays out of scope unencoded.
+#[cfg(feature = "semantic")]
+fn worth_encoding(topics: Topics, recognition: &Recognition) -> bool {
+    topics.unknown <= topics.known || recognition.candidates.iter().any(|c| c.raw > 0.0)
 }
 
 /// Topics (lexicon concepts, not generic ones) of a query's clauses.

@@ -8,7 +8,7 @@ use tracing::Instrument;
 
 use super::{Supervisor, TurnRequest};
 use crate::config::{Access, CircuitOpenAction, InjectionAction};
-use crate::conversation::{ConversationState, Dropped, PlanOutcome, Policy, Round};
+use crate::conversation::{Dropped, PlanOutcome, Policy, Round};
 use crate::events::{EscalationCard, EventSink, Stage, StageEvent};
 use crate::llm::decide::{decide, PlannerMeta};
 use crate::planner::{
@@ -362,13 +362,17 @@ impl Supervisor {
     fn ask_unresolved(&self, t: &TurnCtx<'_>, session: &mut Session, plan: &TaskPlan) -> Option<SemanticInfo> {
         let part = plan.unresolved.first()?;
         let offered = choice::offered(t.registry, &part.candidates, t.lang);
-        if offered.is_empty() || session.conversation.state != ConversationState::Idle {
+        if offered.is_empty() {
             return None;
         }
         let id = format!("choice_{}", &uuid::Uuid::new_v4().simple().to_string()[..12]);
         let candidates = offered.iter().map(|c| c.agent_id.clone()).collect();
         let conv = std::mem::take(&mut session.conversation);
         session.conversation = conv.planned_with_choice(id.clone(), part.part.clone(), candidates, t.now, &t.policy);
+        // Stored only when nothing else waited (`planned_with_choice` decides).
+        if session.conversation.choice().is_none_or(|c| c.choice_id != id) {
+            return None;
+        }
         let texts = t.registry.texts();
         let mut info = summarize::choice_info(texts, &id, offered, t.lang);
         info.key_descriptions =
