@@ -272,7 +272,8 @@ fn recognition_report_ninth_config_written_blind() {
     // the encoder clearly answers (26 Nov) costs one out-of-scope query ("帮我把家里那台开了五年的
     // 二手车挂出去卖了" now goes to the car-service card): out of scope 6/8 -> 5/8.
     // Sixth session, the odds of the encoder's nearest card (floors one query under): +1 paraphrase(s).
-    assert_floors(&evaluate("ninth_queries.yaml"), 81.0, 78.0, 62.0);
+    // Seventh session, what follows a negation and the encoder decided beside a topic rival (floors one query under): +1 paraphrase.
+    assert_floors(&evaluate("ninth_queries.yaml"), 83.0, 81.0, 62.0);
 }
 
 /// The tenth set (a pet-care platform and a fitness and leisure membership app) was written blind
@@ -295,7 +296,8 @@ fn recognition_report_eleventh_config_written_blind() {
     // then a helper who saw no query wrote groups for them, from a brief written after reading
     // the misses (it named some of their words): 38/60, 16/32.
     // Sixth session, the odds of the encoder's nearest card (floors one query under): +1 paraphrase(s).
-    assert_floors(&evaluate("eleventh_queries.yaml"), 78.0, 68.0, 75.0);
+    // Seventh session, what follows a negation and the encoder decided beside a topic rival (floors one query under): +1 paraphrase.
+    assert_floors(&evaluate("eleventh_queries.yaml"), 80.0, 71.0, 75.0);
 }
 
 /// The twelfth set (a company's HR and IT employee self-service) was written blind by a helper,
@@ -324,7 +326,8 @@ fn recognition_report_thirteenth_config_written_blind() {
 #[test]
 fn recognition_report_fourteenth_config_written_blind() {
     // First run, before any reading of its misses: 36/60, paraphrases 12/32, out of scope 7/8.
-    assert_floors(&evaluate("fourteenth_queries.yaml"), 71.0, 56.0, 87.0);
+    // Seventh session, what follows a negation and the encoder decided beside a topic rival (floors one query under): +2 paraphrases.
+    assert_floors(&evaluate("fourteenth_queries.yaml"), 76.0, 62.0, 87.0);
 }
 
 /// The fifteenth set (an online game's player support and a theme park's visitor service) was
@@ -368,7 +371,8 @@ fn recognition_report_eighteenth_config_written_blind() {
     // Then, with the agreement rule and the phrasal-verb compounds made after reading them: 40/60,
     // 19/32.
     // Sixth session, the odds of the encoder's nearest card (floors one query under): +2 paraphrase(s).
-    assert_floors(&evaluate("eighteenth_queries.yaml"), 68.0, 62.0, 80.0);
+    // Seventh session, what follows a negation and the encoder decided beside a topic rival (floors one query under): +1 negation.
+    assert_floors(&evaluate("eighteenth_queries.yaml"), 70.0, 62.0, 80.0);
 }
 
 /// The nineteenth set (a cross-border freight forwarder's desk and a car dealership's customer
@@ -377,7 +381,8 @@ fn recognition_report_eighteenth_config_written_blind() {
 fn recognition_report_nineteenth_config_written_blind() {
     // First run, before any reading of its misses: 42/60, paraphrases 22/32, out of scope 2/5.
     // Unchanged in exact sets by the rules that followed (one more miss asked with its card).
-    assert_floors(&evaluate("nineteenth_queries.yaml"), 70.0, 68.0, 40.0);
+    // Seventh session, what follows a negation and the encoder decided beside a topic rival (floors one query under): +2 paraphrases, +1 negation.
+    assert_floors(&evaluate("nineteenth_queries.yaml"), 80.0, 84.0, 40.0);
 }
 
 /// The twentieth set (a legal-aid service and a bike / e-scooter sharing app), written blind by a
@@ -387,7 +392,8 @@ fn recognition_report_twentieth_config_written_blind() {
     // First run, before any reading of its misses: 43/60, paraphrases 21/32, out of scope 7/8
     // (chit-chat included). Then, with retractions ("… actually scratch that, …"): 46/60; with the
     // rule that settles a question the encoder clearly answers: 51/60, paraphrases 26/32.
-    assert_floors(&evaluate("twentieth_queries.yaml"), 85.0, 81.0, 87.0);
+    // Seventh session, what follows a negation and the encoder decided beside a topic rival (floors one query under): +1 multi.
+    assert_floors(&evaluate("twentieth_queries.yaml"), 90.0, 81.0, 87.0);
 }
 
 /// The twenty-first set (a farmers' co-op and a kindergarten's parent app), written like the
@@ -937,4 +943,24 @@ fn cancel_words_that_set_a_card_aside_do_not_cancel_the_turn() {
     #[cfg(feature = "semantic")]
     assert_eq!(agents.first().or(offered.first()).map(String::as_str), Some("trade_in_agent"), "{offered:?}");
     assert!(matches!(first_turn(&registry, "never mind").decision, Decision::Cancel));
+}
+
+/// After a negation the encoder reads what is asked instead ("先别管续住的事，…": without the
+/// stay-extension request it negates), and a card the encoder has decided on (cosine from
+/// `CLEAR`, leading by `MARGIN`) is planned even beside an offered card sharing the query's
+/// lexicon topic ("Never mind the test drive, …": the trade-in card, not the car-finance card
+/// that shares the topic of cars). Both turns were unplanned before.
+#[cfg(feature = "semantic")]
+#[test]
+fn what_is_asked_instead_of_a_negated_request_is_planned_by_meaning() {
+    let hotel = eval_config("eighteenth");
+    let q = "先别管续住的事，房间里叫的餐一个小时了还没送到";
+    assert_eq!(routed(&hotel.load(), q).0, ["room_service_agent"]);
+    let dealer = eval_config("nineteenth");
+    let q = "Never mind the test drive, I just want to know what my old car is worth.";
+    let rec = dealer.load().recognizer.recognize(q);
+    assert_eq!(selected(&rec), ["trade_in_agent"], "{rec:?}");
+    assert!(rec.by_meaning, "{rec:?}");
+    let q = "Roughly what is my old Passat worth to you guys if I put it towards a new car? It's got a few scratches but runs fine.";
+    assert_eq!(routed(&dealer.load(), q).0, ["trade_in_agent"]);
 }

@@ -532,9 +532,9 @@ impl Recognizer {
         {
             // The query's similarities to the cards: one encoding, made only if a step needs it.
             let sims = std::cell::OnceCell::new();
-            // After a retraction, what was meant is what follows it.
-            let meant = parts.cues.iter().filter(|c| c.retracts).map(|c| norm.orig(c.start + c.text.len())).max();
-            let sims = || sims.get_or_init(|| self.meaning.similarities(&query[meant.unwrap_or(0)..])).clone();
+            let negated = recognition.candidates.iter().any(CardScore::negated);
+            let meant = meant_text(query, &norm, &parts.cues, negated);
+            let sims = || sims.get_or_init(|| self.meaning.similarities(&meant)).clone();
             self.drop_weak_companions(query, &picks, sims, &mut recognition);
             let content = || has_content((0, query.len()));
             self.semantic_stage(any_selected, topics, !parts.cues.is_empty(), content, sims, &mut recognition);
@@ -724,7 +724,8 @@ impl Recognizer {
     /// card's job); not for a query with no word of any card that is more about topics no card
     /// covers than covered ones (left out of scope unencoded, as by the semantic stage). The card
     /// is not planned when another offered card shares a lexicon topic with the query and it
-    /// does not.
+    /// does not, unless the encoder has decided (cosine from `CLEAR`, leading the next card by
+    /// [`MARGIN`](super::semantic_stage::MARGIN)).
     #[cfg(feature = "semantic")]
     fn settle_question(
         &self,
@@ -735,7 +736,7 @@ impl Recognizer {
         recognition: &mut Recognition,
     ) {
         use super::semantic_stage::{
-            confidence, nearest_meant, ASKED_MARGIN, CLEAR, CLEAR_MARGIN, OFFER, TOPIC_RIVAL, TRUST,
+            confidence, nearest_meant, ASKED_MARGIN, CLEAR, CLEAR_MARGIN, MARGIN, OFFER, TOPIC_RIVAL, TRUST,
         };
         // The odds are weighed where the stage has something to weigh: a question to settle, a
         // word of some card, or topics the cards cover. A query with no word of any card, about
@@ -758,12 +759,16 @@ impl Recognizer {
         // card, beside a hotel card whose example reads alike): the question stands.
         let topical = |c: &CardScore| recognition.topical.contains(&c.id) && c.confidence >= TOPIC_RIVAL;
         let rival = !recognition.topical.contains(id) && recognition.uncertain.iter().take(OFFERED).any(topical);
+        // Unless the encoder has decided: its nearest card from CLEAR, leading the next by MARGIN
+        // ("Never mind the test drive, I just want to know what my old car is worth": the
+        // trade-in card, against a car-finance card sharing the topic of cars).
+        let decided = first.cosine >= CLEAR && first.cosine - second >= MARGIN;
         let clear = offered && first.cosine >= CLEAR && first.cosine - second >= margin;
         // The odds do not reach below an offerable card (every turn they planned on the evaluation
         // sets had cosine 0.35 or more: a lone card at 0.25 among far ones is no meaning found),
         // and a near tie of cards confident on words stays a question.
         let likely = !tied && first.cosine >= OFFER && nearest_meant(&near).is_some_and(|p| p >= TRUST);
-        if rival || !(clear || likely) {
+        if rival && !decided || !(clear || likely) {
             return;
         }
         let id = id.clone();
@@ -2566,6 +2571,49 @@ fn topicalized_object(text: &str, cue_start: usize, cue_end: usize) -> Option<us
     (start < cue_start).then_some(start)
 }
 
+/// What the query asks for, as the sentence encoder reads it: after a retraction, what follows
+/// it ("帮我约个摄影师……哦不对，…是想问喜帖怎么做"); when a cue negated a card (`negated`), the
+/// query without the negated scopes ("不用查账单了，我是想问怎么给同事开个子账号": the encoder
+/// would otherwise find the billing card nearest), when what is asked instead follows the last
+/// negated scope (at least [`MEANT_MIN`] letters or CJK characters).
+#[cfg(feature = "semantic")]
+fn meant_text<'q>(query: &'q str, norm: &Normalized, cues: &[Cue], negated: bool) -> std::borrow::Cow<'q, str> {
+    let from = cues.iter().filter(|c| c.retracts).map(|c| norm.orig(c.start + c.text.len())).max().unwrap_or(0);
+    let rest = &query[from..];
+    if !negated {
+        return rest.into();
+    }
+    let mut cut: Vec<(usize, usize)> = cues
+        .iter()
+        .filter(|c| !c.retracts && norm.orig(c.start) >= from)
+        .map(|c| (norm.orig(c.start) - from, norm.orig(c.scope.1.max(c.start + c.text.len())) - from))
+        .collect();
+    if cut.is_empty() {
+        return rest.into();
+    }
+    cut.sort_unstable();
+    let mut kept = String::with_capacity(rest.len());
+    let mut at = 0;
+    for (s, e) in cut {
+        if s > at {
+            kept.push_str(&rest[at..s]);
+        }
+        at = at.max(e);
+    }
+    // What is asked instead follows the negation ("不用 X 了，Y", "never mind X, Y"); a negation
+    // that ends the query ("…, I don't want a surprise when I get home") is part of the request.
+    let after = &rest[at.min(rest.len())..];
+    if after.chars().filter(|c| c.is_alphanumeric()).count() < MEANT_MIN {
+        return rest.into();
+    }
+    kept.push_str(after);
+    kept.into()
+}
+
+/// See [`meant_text`].
+#[cfg(feature = "semantic")]
+const MEANT_MIN: usize = 6;
+
 /// A negation or correction cue with its scope (normalized byte offsets).
 struct Cue {
     text: String,
@@ -3219,6 +3267,31 @@ mod tests {
         // Nothing after it: no retraction (a bare "算了" is the planner's cancel).
         assert!(retractions("帮我订酒店，算了").is_empty());
         assert!(retractions("酒店感觉不对劲").is_empty());
+    }
+
+    #[cfg(feature = "semantic")]
+    #[test]
+    fn the_encoder_reads_what_is_asked_instead_of_a_negated_request() {
+        let meant = |q: &str, negated: bool| {
+            let norm = Normalized::new(q);
+            meant_text(q, &norm, &find_cues(&norm), negated).into_owned()
+        };
+        // The negated scope goes; what follows it is the request.
+        assert_eq!(meant("不用查账单了，我是想问怎么给同事开一个子账号", true), "，我是想问怎么给同事开一个子账号");
+        assert_eq!(
+            meant("Never mind the test drive, I just want to know what my old car is worth.", true),
+            "just want to know what my old car is worth."
+        );
+        // Only when a card was negated: a cue that negated nothing is part of the request.
+        assert_eq!(
+            meant("不用查账单了，我是想问怎么给同事开一个子账号", false),
+            "不用查账单了，我是想问怎么给同事开一个子账号"
+        );
+        // A negation that ends the query is part of the request, not a request taken back.
+        let q = "Will my data work in Japan? I don't want a huge surprise when I get back home";
+        assert_eq!(meant(q, true), q);
+        // After a retraction, what follows it.
+        assert_eq!(meant("帮我订北京的酒店……不对，查一下北京明天的天气", false), "，查一下北京明天的天气");
     }
 
     #[test]
