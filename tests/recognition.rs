@@ -327,7 +327,8 @@ fn recognition_report_thirteenth_config_written_blind() {
 fn recognition_report_fourteenth_config_written_blind() {
     // First run, before any reading of its misses: 36/60, paraphrases 12/32, out of scope 7/8.
     // Seventh session, what follows a negation and the encoder decided beside a topic rival (floors one query under): +2 paraphrases.
-    assert_floors(&evaluate("fourteenth_queries.yaml"), 76.0, 62.0, 87.0);
+    // Seventh session, a card meant outside a negated request not negated by a shared word (floors one query under): +1 correction.
+    assert_floors(&evaluate("fourteenth_queries.yaml"), 78.0, 62.0, 87.0);
 }
 
 /// The fifteenth set (an online game's player support and a theme park's visitor service) was
@@ -337,7 +338,8 @@ fn recognition_report_fifteenth_config_written_blind() {
     // First run, before any reading of its misses: 37/60, paraphrases 14/32, out of scope 8/8.
     // A card's similarity by its centroid (26 Nov, fifth session): 53 -> 51/60, out of scope 7/8.
     // Sixth session, the odds of the encoder's nearest card (floors one query under): +1 paraphrase(s).
-    assert_floors(&evaluate("fifteenth_queries.yaml"), 85.0, 81.0, 87.0);
+    // Seventh session, a card meant outside a negated request not negated by a shared word (floors one query under): +1 correction.
+    assert_floors(&evaluate("fifteenth_queries.yaml"), 86.0, 81.0, 87.0);
 }
 
 /// The sixteenth set (a food-delivery platform's customer service and a residential property
@@ -418,7 +420,8 @@ fn recognition_report_twentysecond_config_written_blind() {
     // before this set and measured on it after: 37/60, 19/32. Then, with advice requests planning
     // no card that does not advise (made after reading its out-of-scope misses): 40/60, out of
     // scope 7/8.
-    assert_floors(&evaluate("twentysecond_queries.yaml"), 66.0, 59.0, 87.0);
+    // Seventh session, a card meant outside a negated request not negated by a shared word (floors one query under): +1 negation.
+    assert_floors(&evaluate("twentysecond_queries.yaml"), 71.0, 62.0, 87.0);
 }
 
 /// The twenty-third set (a veterinary clinic chain and a real-estate brokerage), written like the
@@ -963,4 +966,21 @@ fn what_is_asked_instead_of_a_negated_request_is_planned_by_meaning() {
     assert!(rec.by_meaning, "{rec:?}");
     let q = "Roughly what is my old Passat worth to you guys if I put it towards a new car? It's got a few scratches but runs fine.";
     assert_eq!(routed(&dealer.load(), q).0, ["trade_in_agent"]);
+}
+
+/// A card negated only for a word it shares with the negated request, and meant more where
+/// nothing negates it, is not negated: "不是查排队时间，是我女儿找不到了" negates the queue card
+/// (排队时间) and, before, the lost-and-found card for its 查 too, which left nothing to plan.
+#[cfg(feature = "semantic")]
+#[test]
+fn a_card_meant_outside_the_negated_request_is_not_negated_by_a_shared_word() {
+    let park = eval_config("fifteenth");
+    let rec = park.load().recognizer.recognize("刚说错了，不是查排队时间，是我女儿找不到了");
+    assert_eq!(selected(&rec), ["lost_found_agent"], "{rec:?}");
+    assert!(rec.score("ride_queue_agent").is_some_and(|c| c.negated()), "{rec:?}");
+    let solar = eval_config("fourteenth");
+    assert_eq!(
+        routed(&solar.load(), "不是要约勘测，我家早就装好了，是想看这个月发了多少电").0,
+        ["solar_monitor_agent"]
+    );
 }

@@ -1089,6 +1089,12 @@ impl Recognizer {
                 // leads a clause of its own ("不要靠窗的，帮我选个过道座位") stays selected.
                 agg.selected = None;
             }
+            if agg.selected.is_none() && agg.free_raw > agg.negated_raw {
+                // Negated on a word of a negated request, but meant more where nothing negates
+                // it ("不是查排队时间，是我女儿找不到了": the lost-and-found card, negated for
+                // its 查 only).
+                agg.negated = None;
+            }
             if agg.keyword {
                 keyword_found.push(id.clone());
             }
@@ -2420,12 +2426,20 @@ struct CardAgg {
     spans: Vec<(usize, usize)>,
     /// Selected in a clause where it was the best card (not only alongside a better one).
     selected_top: bool,
+    /// Its best raw score in the clauses that negated it, and in the others.
+    negated_raw: f32,
+    free_raw: f32,
 }
 
 /// Folds one clause's scores (clause number `clause`) into the per-card aggregates.
 fn merge(per_card: &mut HashMap<u32, CardAgg>, scored: Vec<ClauseScore>, clause: usize) {
     for c in scored {
         let agg = per_card.entry(c.card).or_default();
+        if c.negated.is_some() {
+            agg.negated_raw = agg.negated_raw.max(c.raw);
+        } else {
+            agg.free_raw = agg.free_raw.max(c.raw);
+        }
         if c.selected {
             agg.keyword |= c.keyword;
             agg.selected_top |= c.top;
