@@ -179,8 +179,11 @@ pub fn explain(registry: &Registry, query: &str) -> String {
     #[cfg(feature = "semantic")]
     {
         use crate::matching::semantic_stage::TRUST;
-        let (nearest, odds) = registry.recognizer.meaning(query, 3);
+        let (read, nearest, odds) = registry.recognizer.meaning(query, &rec, 3);
         if !nearest.is_empty() {
+            if read != query {
+                let _ = write!(out, "\nthe encoder reads: {read:?}");
+            }
             let cards: Vec<String> = nearest.iter().map(|(id, cosine)| format!("{id} {cosine:.2}")).collect();
             let odds = odds.map_or(String::new(), |p| {
                 format!("; odds the nearest is meant {p:.2} (planned from {TRUST:.2} when no rule decided)")

@@ -422,15 +422,22 @@ impl Recognizer {
         self.meaning.warm();
     }
 
-    /// The encoder's view of `query`, for operators (`switchboard explain`): the nearest cards
-    /// (at most `n`, `(card id, cosine)` best first) and the odds that the nearest is meant
+    /// The encoder's view of `query`, for operators (`switchboard explain`): the text it reads
+    /// (the query, or what is asked after a retraction or instead of a negated request, as in
+    /// [`Recognizer::recognize`]; `recognition` is the query's), the nearest cards (at most `n`,
+    /// `(card id, cosine)` best first) and the odds that the nearest is meant
     /// ([`nearest_meant`](super::semantic_stage::nearest_meant); `None` under three cards).
     /// Costs one encoding of the query.
     #[cfg(feature = "semantic")]
-    pub fn meaning(&self, query: &str, n: usize) -> (Vec<(&str, f32)>, Option<f32>) {
-        let sims = self.meaning.similarities(query);
+    pub fn meaning(&self, query: &str, recognition: &Recognition, n: usize) -> (String, Vec<(&str, f32)>, Option<f32>) {
+        let query = &query[..floor_char_boundary(query, MAX_QUERY)];
+        let norm = Normalized::new(query);
+        let negated = recognition.candidates.iter().any(CardScore::negated);
+        let read = meant_text(query, &norm, &find_cues(&norm), negated);
+        let sims = self.meaning.similarities(&read);
         let odds = super::semantic_stage::nearest_meant(&sims);
-        (sims.iter().take(n).map(|s| (self.cards[s.card as usize].id.as_str(), s.cosine)).collect(), odds)
+        let nearest = sims.iter().take(n).map(|s| (self.cards[s.card as usize].id.as_str(), s.cosine)).collect();
+        (read.into_owned(), nearest, odds)
     }
 
     /// Number of cards compiled.
@@ -450,11 +457,7 @@ impl Recognizer {
 
     /// Recognizes the cards `query` asks for.
     pub fn recognize(&self, query: &str) -> Recognition {
-        let mut cut = query.len().min(MAX_QUERY);
-        while !query.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        let query = &query[..cut];
+        let query = &query[..floor_char_boundary(query, MAX_QUERY)];
         if self.cards.is_empty() || !query.chars().any(char::is_alphanumeric) {
             return Recognition::default();
         }
@@ -537,7 +540,10 @@ impl Recognizer {
             let sims = || sims.get_or_init(|| self.meaning.similarities(&meant)).clone();
             self.drop_weak_companions(query, &picks, sims, &mut recognition);
             let content = || has_content((0, query.len()));
-            self.semantic_stage(any_selected, topics, !parts.cues.is_empty(), content, sims, &mut recognition);
+            // Cues whose scope the encoder still reads (nothing taken out of the query).
+            let cues =
+                !parts.cues.is_empty() && meant.len() == query.trim_start_matches(|c: char| !c.is_alphanumeric()).len();
+            self.semantic_stage(any_selected, topics, cues, content, sims, &mut recognition);
             self.settle_question(any_selected, topics, content, sims, &mut recognition);
         }
         #[cfg(feature = "semantic")]
@@ -652,7 +658,8 @@ impl Recognizer {
     ///   finds one card [`clear`](super::semantic_stage::clear)ly meant), gets the card it
     ///   clearly means, or a did-you-mean question led by its nearest cards;
     /// - a single card selected on words alone (no keyword, no entity), with no negation or
-    ///   correction in play, is put in doubt when the encoder finds another card clearly closer
+    ///   correction in play that the encoder still reads (`cues`: the text it encodes is the
+    ///   whole query; see `meant_text`), is put in doubt when the encoder finds another card clearly closer
     ///   in meaning (by [`OVERRIDE`](super::semantic_stage::OVERRIDE)): a word of one card's
     ///   field used for another card's job. The stage then decides as for no card, the lexical
     ///   pick being its rival: usually a question between the two.
@@ -2594,18 +2601,19 @@ fn topicalized_object(text: &str, cue_start: usize, cue_end: usize) -> Option<us
 fn meant_text<'q>(query: &'q str, norm: &Normalized, cues: &[Cue], negated: bool) -> std::borrow::Cow<'q, str> {
     let from = cues.iter().filter(|c| c.retracts).map(|c| norm.orig(c.start + c.text.len())).max().unwrap_or(0);
     let rest = &query[from..];
-    if !negated {
-        return rest.into();
-    }
     let mut cut: Vec<(usize, usize)> = cues
         .iter()
-        .filter(|c| !c.retracts && norm.orig(c.start) >= from)
-        .map(|c| (norm.orig(c.start) - from, norm.orig(c.scope.1.max(c.start + c.text.len())) - from))
+        .filter(|c| negated && !c.retracts && norm.orig(c.start) >= from)
+        .map(|c| (norm.orig(c.start.min(c.scope.0)) - from, norm.orig(c.scope.1.max(c.start + c.text.len())) - from))
         .collect();
-    if cut.is_empty() {
-        return rest.into();
-    }
     cut.sort_unstable();
+    let at = cut.iter().fold(0, |at, &(_, e)| at.max(e)).min(rest.len());
+    // What is asked instead follows the negation ("不用 X 了，Y", "never mind X, Y"); a negation
+    // that ends the query ("…, I don't want a surprise when I get home") is part of the request.
+    let after = &rest[at..];
+    if cut.is_empty() || after.chars().filter(|c| c.is_alphanumeric()).count() < MEANT_MIN {
+        return rest.trim_start_matches(|c: char| !c.is_alphanumeric()).into();
+    }
     let mut kept = String::with_capacity(rest.len());
     let mut at = 0;
     for (s, e) in cut {
@@ -2614,14 +2622,17 @@ fn meant_text<'q>(query: &'q str, norm: &Normalized, cues: &[Cue], negated: bool
         }
         at = at.max(e);
     }
-    // What is asked instead follows the negation ("不用 X 了，Y", "never mind X, Y"); a negation
-    // that ends the query ("…, I don't want a surprise when I get home") is part of the request.
-    let after = &rest[at.min(rest.len())..];
-    if after.chars().filter(|c| c.is_alphanumeric()).count() < MEANT_MIN {
-        return rest.into();
-    }
     kept.push_str(after);
-    kept.into()
+    kept.trim_start_matches(|c: char| !c.is_alphanumeric()).to_string().into()
+}
+
+/// The largest char boundary of `text` at or under `at` (bytes).
+fn floor_char_boundary(text: &str, at: usize) -> usize {
+    let mut cut = text.len().min(at);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    cut
 }
 
 /// See [`meant_text`].
@@ -2684,7 +2695,7 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
             }
             if m.as_str() == "别"
                 && (before.is_some_and(|c| "特区分告级类识性差个派辨鉴离道".contains(c))
-                    || after.is_some_and(|c| "的人处".contains(c)))
+                    || after.is_some_and(|c| "的人处家".contains(c)))
             {
                 continue;
             }
@@ -2729,14 +2740,15 @@ fn retractions(text: &str) -> Vec<Cue> {
             r"(?:[，,。.…！!；;\s~～—-]|不是|我|是|还是|其实|$)",
             r"|(?-u:\b)(actually,? no(?:[,.!;]| wait| sorry)|no,? wait|wait,? no(?-u:\b)|scratch that|",
             r"forget (?:that|it)(?-u:\b)|never ?mind(?: that)?[,.;!—-]|on second thought|",
-            r"(?:sorry|oops|my bad),? i meant|i meant to say|i meant)"
+            r"(?:sorry|oops|my bad),? i mean(?:t)?(?-u:\b)|i meant to say|i meant)",
+            r"|(?:[，,。…！!；;\s~～—-]|哦|噢|喔|啊|呃|嗯)(不是(?:不是)?)[，,。…！!；;~～—-]"
         ))
         .expect("static regex")
     });
     let mut out = Vec::new();
     let mut floor = 0;
     for c in RETRACT.captures_iter(text) {
-        let Some(m) = c.get(1).or_else(|| c.get(2)) else { continue };
+        let Some(m) = c.get(1).or_else(|| c.get(2)).or_else(|| c.get(3)) else { continue };
         let before = text[..m.start()].trim_end_matches(|c: char| !c.is_alphanumeric());
         if before.len() <= floor || !text[m.end()..].chars().any(char::is_alphanumeric) {
             continue;
@@ -3271,6 +3283,13 @@ mod tests {
             ["flight", "weather"]
         );
         assert_eq!(ids(&r.recognize("A hotel in Shanghai, I meant the weather there")), ["weather"]);
+        assert_eq!(
+            ids(&r.recognize("Book a hotel in Shanghai. Sorry, I mean, what's the weather there?")),
+            ["weather"]
+        );
+        // A bare 不是 said as an interjection ("啊不是，") takes back what came before it.
+        assert_eq!(ids(&r.recognize("帮我订北京的酒店，啊不是，查一下北京明天的天气")), ["weather"]);
+        assert!(retractions("这不是酒店的问题，查一下北京天气").is_empty());
         // "I meant to …" is what was intended: nothing is taken back.
         assert_eq!(ids(&r.recognize("I meant to book a hotel in Beijing yesterday, can you book it now?")), ["hotel"]);
         // "never mind, …" governs nothing after its comma.
@@ -3291,7 +3310,12 @@ mod tests {
             meant_text(q, &norm, &find_cues(&norm), negated).into_owned()
         };
         // The negated scope goes; what follows it is the request.
-        assert_eq!(meant("不用查账单了，我是想问怎么给同事开一个子账号", true), "，我是想问怎么给同事开一个子账号");
+        assert_eq!(meant("不用查账单了，我是想问怎么给同事开一个子账号", true), "我是想问怎么给同事开一个子账号");
+        // A Chinese object named before its cue goes with it.
+        assert_eq!(
+            meant("宽带先不装了，我想问下手机号从别家转到你们这边要怎么弄", true),
+            "我想问下手机号从别家转到你们这边要怎么弄"
+        );
         assert_eq!(
             meant("Never mind the test drive, I just want to know what my old car is worth.", true),
             "just want to know what my old car is worth."
@@ -3305,7 +3329,9 @@ mod tests {
         let q = "Will my data work in Japan? I don't want a huge surprise when I get back home";
         assert_eq!(meant(q, true), q);
         // After a retraction, what follows it.
-        assert_eq!(meant("帮我订北京的酒店……不对，查一下北京明天的天气", false), "，查一下北京明天的天气");
+        assert_eq!(meant("帮我订北京的酒店……不对，查一下北京明天的天气", false), "查一下北京明天的天气");
+        // "从别家转过来": 别 is "another", no negation.
+        assert!(find_cues(&Normalized::new("手机号从别家转到你们这边")).is_empty());
     }
 
     #[test]
