@@ -474,6 +474,24 @@ fn recognition_report_twentyseventh_config_written_blind() {
     assert_floors(&evaluate("twentyseventh_queries.yaml"), 78.0, 68.0, 87.0);
 }
 
+/// The twenty-eighth set (a museum's visitor services and a ride-hailing company's
+/// driver-partner support), written blind by a helper at the start of 26 Nov's seventh session.
+#[test]
+fn recognition_report_twentyeighth_config_written_blind() {
+    // First run, before any reading of its misses: 44/60, paraphrases 19/32, out of scope 7/8
+    // (the same with the recognizer of the session's start).
+    assert_floors(&evaluate("twentyeighth_queries.yaml"), 71.0, 56.0, 87.0);
+}
+
+/// The twenty-ninth set (an electric-vehicle charging network and a cruise line's guest
+/// services), written like the twenty-eighth.
+#[test]
+fn recognition_report_twentyninth_config_written_blind() {
+    // First run, before any reading of its misses: 48/60, paraphrases 24/32, out of scope 6/8
+    // (the same with the recognizer of the session's start).
+    assert_floors(&evaluate("twentyninth_queries.yaml"), 78.0, 71.0, 75.0);
+}
+
 /// A lone topical candidate under the selection threshold is planned when no other card comes
 /// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
 /// query asks like one in a single clause.
