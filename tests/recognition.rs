@@ -385,7 +385,8 @@ fn recognition_report_nineteenth_config_written_blind() {
     // First run, before any reading of its misses: 42/60, paraphrases 22/32, out of scope 2/5.
     // Unchanged in exact sets by the rules that followed (one more miss asked with its card).
     // Seventh session, what follows a negation and the encoder decided beside a topic rival (floors one query under): +2 paraphrases, +1 negation.
-    assert_floors(&evaluate("nineteenth_queries.yaml"), 80.0, 84.0, 40.0);
+    // Seventh session, negated phrases cut at word boundaries and pauses: +1 correction.
+    assert_floors(&evaluate("nineteenth_queries.yaml"), 81.0, 84.0, 40.0);
 }
 
 /// The twentieth set (a legal-aid service and a bike / e-scooter sharing app), written blind by a
@@ -1022,4 +1023,18 @@ fn a_correction_is_read_without_what_it_takes_back() {
     assert_eq!(routed(&carrier.load(), "我要补办手机卡，啊不是，卡没问题，是出国前要开通漫游").0, ["roaming_agent"]);
     let cloud = eval_config("eighteenth");
     assert_eq!(routed(&cloud.load(), "哦不对，不是你们服务挂了，是我自己误删了一张表，想找回来").0, ["backup_agent"]);
+}
+
+/// A turn the rules leave with nothing planned and nothing to ask about, whose nearest card in
+/// meaning reaches `CLEAR`, asks whether that card was meant instead of answering out of scope.
+#[cfg(feature = "semantic")]
+#[test]
+fn a_card_near_in_meaning_is_asked_about_rather_than_out_of_scope() {
+    let cowork = eval_config("twentyfifth");
+    let q = "I'm often here past 11pm and on Sundays, can my card be set up so it still lets me in after hours?";
+    let (planned, offered) = routed(&cowork.load(), q);
+    assert!(planned.is_empty(), "{planned:?}");
+    assert_eq!(offered, ["access_card_agent"]);
+    // A question far from every card is still out of scope.
+    assert_eq!(routed(&cowork.load(), "What's the capital of Australia?"), (vec![], vec![]));
 }

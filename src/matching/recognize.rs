@@ -732,7 +732,9 @@ impl Recognizer {
     /// covers than covered ones (left out of scope unencoded, as by the semantic stage). The card
     /// is not planned when another offered card shares a lexicon topic with the query and it
     /// does not, unless the encoder has decided (cosine from `CLEAR`, leading the next card by
-    /// [`MARGIN`](super::semantic_stage::MARGIN)).
+    /// [`MARGIN`](super::semantic_stage::MARGIN)). A turn left with nothing planned nor offered
+    /// offers that card when it reaches `CLEAR`: a did-you-mean question, not an out-of-scope
+    /// answer.
     #[cfg(feature = "semantic")]
     fn settle_question(
         &self,
@@ -776,6 +778,14 @@ impl Recognizer {
         // and a near tie of cards confident on words stays a question.
         let likely = !tied && first.cosine >= OFFER && nearest_meant(&near).is_some_and(|p| p >= TRUST);
         if rival && !decided || !(clear || likely) {
+            // Nothing planned and nothing to ask about: a card the encoder finds near (from
+            // CLEAR) is asked about rather than the query answered as out of scope ("I'm often
+            // here past 11pm and on Sundays, can my card be set up so it still lets me in?").
+            if recognition.uncertain.is_empty() && first.cosine >= CLEAR {
+                recognition.uncertain.push(self.semantic_entry(&first));
+                recognition.by_meaning = true;
+                self.note_semantic(first, recognition);
+            }
             return;
         }
         let id = id.clone();
@@ -2605,6 +2615,17 @@ fn meant_text<'q>(query: &'q str, norm: &Normalized, cues: &[Cue], negated: bool
         .iter()
         .filter(|c| negated && !c.retracts && norm.orig(c.start) >= from)
         .map(|c| (norm.orig(c.start.min(c.scope.0)) - from, norm.orig(c.scope.1.max(c.start + c.text.len())) - from))
+        // An English cue's scope is a window of bytes: the cut ends with the word it ends in.
+        // and a pause after the cue ends it ("instead of booking a viewing, I actually need …").
+        .map(|(s, e)| {
+            let inside = rest[..e].chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric());
+            let e = if inside {
+                e + rest[e..].find(|c: char| !c.is_ascii_alphanumeric()).unwrap_or(rest.len() - e)
+            } else {
+                e
+            };
+            (s, rest[s..e].find([',', ';', '—', '，', '；']).map_or(e, |p| s + p))
+        })
         .collect();
     cut.sort_unstable();
     let at = cut.iter().fold(0, |at, &(_, e)| at.max(e)).min(rest.len());
@@ -3318,12 +3339,17 @@ mod tests {
         );
         assert_eq!(
             meant("Never mind the test drive, I just want to know what my old car is worth.", true),
-            "just want to know what my old car is worth."
+            "I just want to know what my old car is worth."
         );
         // Only when a card was negated: a cue that negated nothing is part of the request.
         assert_eq!(
             meant("不用查账单了，我是想问怎么给同事开一个子账号", false),
             "不用查账单了，我是想问怎么给同事开一个子账号"
+        );
+        // A scope that ends inside a word ends with the word.
+        assert_eq!(
+            meant("Actually scratch that, it's not a billing question — I need our API rate limit raised.", true),
+            "it's  — I need our API rate limit raised."
         );
         // A negation that ends the query is part of the request, not a request taken back.
         let q = "Will my data work in Japan? I don't want a huge surprise when I get back home";

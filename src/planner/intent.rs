@@ -158,6 +158,9 @@ mod tests {
         assert_eq!(simple("你好"), Some(SimpleIntent::Greeting));
         assert_eq!(simple("谢谢你"), Some(SimpleIntent::Thanks));
         assert_eq!(simple("我要转人工"), Some(SimpleIntent::HumanRequested));
+        assert_eq!(simple("Can I speak to a representative?"), Some(SimpleIntent::HumanRequested));
+        // A company's legal representative is no request for a human.
+        assert_eq!(simple("she's stepping down as legal representative, what paperwork do we need?"), None);
         assert_eq!(simple("what can you do?"), Some(SimpleIntent::Capabilities));
         assert_eq!(simple("你这个傻逼"), Some(SimpleIntent::Abusive));
         assert_eq!(simple("我想自杀"), Some(SimpleIntent::SelfHarm));
