@@ -2614,8 +2614,13 @@ fn meant_text<'q>(query: &'q str, norm: &Normalized, cues: &[Cue], negated: bool
     let mut cut: Vec<(usize, usize)> = cues
         .iter()
         .filter(|c| negated && !c.retracts && norm.orig(c.start) >= from)
-        .map(|c| (norm.orig(c.start.min(c.scope.0)) - from, norm.orig(c.scope.1.max(c.start + c.text.len())) - from))
-        // An English cue's scope is a window of bytes: the cut ends with the word it ends in.
+        // A Chinese object named before its cue may reach back before a retraction: the cut
+        // starts where what was meant starts.
+        .map(|c| {
+            let (s, e) = (norm.orig(c.start.min(c.scope.0)), norm.orig(c.scope.1.max(c.start + c.text.len())));
+            (s.saturating_sub(from), e - from)
+        })
+        // An English cue's scope is a window of bytes: the cut ends with the word it ends in,
         // and a pause after the cue ends it ("instead of booking a viewing, I actually need …").
         .map(|(s, e)| {
             let inside = rest[..e].chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric());
@@ -3346,6 +3351,9 @@ mod tests {
             meant("不用查账单了，我是想问怎么给同事开一个子账号", false),
             "不用查账单了，我是想问怎么给同事开一个子账号"
         );
+        // A retraction, then a negation: what follows both.
+        let q = "帮我订酒店，不对，天气先不查了，帮我看看北京的航班";
+        assert_eq!(meant(q, true), "帮我看看北京的航班");
         // A scope that ends inside a word ends with the word.
         assert_eq!(
             meant("Actually scratch that, it's not a billing question — I need our API rate limit raised.", true),
