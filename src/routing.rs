@@ -181,7 +181,7 @@ pub fn explain(registry: &Registry, query: &str) -> String {
         use crate::matching::semantic_stage::TRUST;
         let (read, nearest, odds) = registry.recognizer.meaning(query, &rec, 3);
         if !nearest.is_empty() {
-            if read != query.trim_start_matches(|c: char| !c.is_alphanumeric()) {
+            if let Some(read) = read {
                 let _ = write!(out, "\nthe encoder reads: {read:?}");
             }
             let cards: Vec<String> = nearest.iter().map(|(id, cosine)| format!("{id} {cosine:.2}")).collect();

@@ -423,13 +423,18 @@ impl Recognizer {
     }
 
     /// The encoder's view of `query`, for operators (`switchboard explain`): the text it reads
-    /// (the query, or what is asked after a retraction or instead of a negated request, as in
-    /// [`Recognizer::recognize`]; `recognition` is the query's), the nearest cards (at most `n`,
+    /// when that is not the whole query (what is asked after a retraction or instead of a negated
+    /// request, as in [`Recognizer::recognize`]; `recognition` is the query's), the nearest cards (at most `n`,
     /// `(card id, cosine)` best first) and the odds that the nearest is meant
     /// ([`nearest_meant`](super::semantic_stage::nearest_meant); `None` under three cards).
     /// Costs one encoding of the query.
     #[cfg(feature = "semantic")]
-    pub fn meaning(&self, query: &str, recognition: &Recognition, n: usize) -> (String, Vec<(&str, f32)>, Option<f32>) {
+    pub fn meaning(
+        &self,
+        query: &str,
+        recognition: &Recognition,
+        n: usize,
+    ) -> (Option<String>, Vec<(&str, f32)>, Option<f32>) {
         let query = &query[..floor_char_boundary(query, MAX_QUERY)];
         let norm = Normalized::new(query);
         let negated = recognition.candidates.iter().any(CardScore::negated);
@@ -437,7 +442,8 @@ impl Recognizer {
         let sims = self.meaning.similarities(&read);
         let odds = super::semantic_stage::nearest_meant(&sims);
         let nearest = sims.iter().take(n).map(|s| (self.cards[s.card as usize].id.as_str(), s.cosine)).collect();
-        (read.into_owned(), nearest, odds)
+        let read = (read != from_first_letter(query)).then(|| read.into_owned());
+        (read, nearest, odds)
     }
 
     /// Number of cards compiled.
@@ -541,8 +547,7 @@ impl Recognizer {
             self.drop_weak_companions(query, &picks, sims, &mut recognition);
             let content = || has_content((0, query.len()));
             // Cues whose scope the encoder still reads (nothing taken out of the query).
-            let cues =
-                !parts.cues.is_empty() && meant.len() == query.trim_start_matches(|c: char| !c.is_alphanumeric()).len();
+            let cues = !parts.cues.is_empty() && meant == from_first_letter(query);
             self.semantic_stage(any_selected, topics, cues, content, sims, &mut recognition);
             self.settle_question(any_selected, topics, content, sims, &mut recognition);
         }
@@ -2638,7 +2643,7 @@ fn meant_text<'q>(query: &'q str, norm: &Normalized, cues: &[Cue], negated: bool
     // that ends the query ("…, I don't want a surprise when I get home") is part of the request.
     let after = &rest[at..];
     if cut.is_empty() || after.chars().filter(|c| c.is_alphanumeric()).count() < MEANT_MIN {
-        return rest.trim_start_matches(|c: char| !c.is_alphanumeric()).into();
+        return from_first_letter(rest).into();
     }
     let mut kept = String::with_capacity(rest.len());
     let mut at = 0;
@@ -2649,7 +2654,14 @@ fn meant_text<'q>(query: &'q str, norm: &Normalized, cues: &[Cue], negated: bool
         at = at.max(e);
     }
     kept.push_str(after);
-    kept.trim_start_matches(|c: char| !c.is_alphanumeric()).to_string().into()
+    from_first_letter(&kept).to_string().into()
+}
+
+/// `text` from its first letter, digit or CJK character on (the encoder reads no leading
+/// punctuation).
+#[cfg(feature = "semantic")]
+fn from_first_letter(text: &str) -> &str {
+    text.trim_start_matches(|c: char| !c.is_alphanumeric())
 }
 
 /// The largest char boundary of `text` at or under `at` (bytes).
