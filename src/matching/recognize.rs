@@ -2625,17 +2625,7 @@ fn meant_text<'q>(query: &'q str, norm: &Normalized, cues: &[Cue], negated: bool
             let (s, e) = (norm.orig(c.start.min(c.scope.0)), norm.orig(c.scope.1.max(c.start + c.text.len())));
             (s.saturating_sub(from), e - from)
         })
-        // An English cue's scope is a window of bytes: the cut ends with the word it ends in,
-        // and a pause after the cue ends it ("instead of booking a viewing, I actually need …").
-        .map(|(s, e)| {
-            let inside = rest[..e].chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric());
-            let e = if inside {
-                e + rest[e..].find(|c: char| !c.is_ascii_alphanumeric()).unwrap_or(rest.len() - e)
-            } else {
-                e
-            };
-            (s, rest[s..e].find([',', ';', '—', '，', '；']).map_or(e, |p| s + p))
-        })
+        .map(|(s, e)| to_pause(rest, s, e))
         .collect();
     cut.sort_unstable();
     let at = cut.iter().fold(0, |at, &(_, e)| at.max(e)).min(rest.len());
@@ -2655,6 +2645,44 @@ fn meant_text<'q>(query: &'q str, norm: &Normalized, cues: &[Cue], negated: bool
     }
     kept.push_str(after);
     from_first_letter(&kept).to_string().into()
+}
+
+/// A cue's stretch `[s, e)` of `text` as read: an English cue's scope is a window of bytes, so it
+/// ends with the word it ends in, and a pause after the cue (, ; — ， ；) ends it ("instead of
+/// booking a viewing, I actually need …").
+fn to_pause(text: &str, s: usize, e: usize) -> (usize, usize) {
+    let inside = text[..e].chars().next_back().is_some_and(|c| c.is_ascii_alphanumeric());
+    let e = if inside { e + text[e..].find(|c: char| !c.is_ascii_alphanumeric()).unwrap_or(text.len() - e) } else { e };
+    (s, text[s..e].find([',', ';', '—', '，', '；']).map_or(e, |p| s + p))
+}
+
+/// A negation in a text: its cue and the stretch it governs (byte ranges of the text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Negation {
+    /// The cue (不用, "don't", "no need for" …).
+    pub cue: std::ops::Range<usize>,
+    /// What it governs: from the cue (or a Chinese object named before it: 宽带先不装了) to the
+    /// end of its scope.
+    pub scope: std::ops::Range<usize>,
+}
+
+/// The negations of `text`: each negation cue (不用 / 不要 / 别 / don't / no need for / not …,
+/// the recognizer's negation rules of docs/planning.md) with its scope, read as the encoder reads
+/// it (an English scope ends with the word it ends in, or at a pause). Retractions are left out:
+/// they take back a request rather than negate words. Used to tell "不用转人工" or "I don't need
+/// a human" from a request for a human.
+pub fn negations(text: &str) -> Vec<Negation> {
+    let norm = Normalized::new(text);
+    find_cues(&norm)
+        .iter()
+        .filter(|c| !c.retracts)
+        .map(|c| {
+            let cue = norm.orig(c.start)..norm.orig(c.start + c.text.len());
+            let (s, e) = (norm.orig(c.start.min(c.scope.0)), norm.orig(c.scope.1.max(c.start + c.text.len())));
+            let (s, e) = to_pause(text, s, e.min(text.len()));
+            Negation { cue, scope: s..e }
+        })
+        .collect()
 }
 
 /// `text` from its first letter, digit or CJK character on (the encoder reads no leading

@@ -13,6 +13,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::Serialize;
 
+use crate::matching::recognize::negations;
 use crate::matching::Recognition;
 use crate::registry::Registry;
 use crate::text::Lexicon;
@@ -75,13 +76,22 @@ pub fn simple_intent(registry: &Registry, lower: &str) -> Option<SimpleIntent> {
 /// [`simple_intent`] of a query beside its recognition: outside the safety lists (self-harm,
 /// sensitive, abuse), a word inside a card keyword found in the query does not count, since an
 /// operator's keyword names the card's job ("投诉" of a complaints card's "投诉骑手" is no
-/// request for a human; the seeds count 投诉 as a business word).
+/// request for a human; the seeds count 投诉 as a business word). Nor does a request for a human
+/// or a word of anger that a negation governs ("不用转人工，帮我查下北京天气", "I don't need a
+/// human, just …", "我不是生气"; scopes as for cards: [`negated_spans`]). The safety lists are never
+/// read that way: "我不想活了" holds a negation cue and is exactly what they are for.
 pub fn simple_intent_beside(registry: &Registry, lower: &str, recognition: &Recognition) -> Option<SimpleIntent> {
     let simple = simple_intent(registry, lower)?;
     if matches!(simple, SimpleIntent::SelfHarm | SimpleIntent::Sensitive | SimpleIntent::Abusive) {
         return Some(simple);
     }
     let mut masked = lower.to_string();
+    if matches!(simple, SimpleIntent::HumanRequested | SimpleIntent::Angry) {
+        for span in negations(lower).into_iter().map(|n| governed(lower, &n)) {
+            // Blanked to the same byte length, so later spans stay in place.
+            masked.replace_range(span.clone(), &" ".repeat(span.len()));
+        }
+    }
     for c in &recognition.candidates {
         for e in &c.evidence {
             if let crate::matching::Evidence::Keyword { term } = e {
@@ -97,6 +107,24 @@ pub fn simple_intent_beside(registry: &Registry, lower: &str, recognition: &Reco
     }
     simple_intent(registry, &masked)
 }
+
+/// The words a negation governs for the simple intents: from its cue to the end of its scope,
+/// but after a Chinese cue (whose scope runs to the end of its sentence part) only the next
+/// [`GOVERNED_CHARS`] characters: "不要机器人我要人工" negates the robot, not the human asked for
+/// without a pause.
+fn governed(text: &str, n: &crate::matching::recognize::Negation) -> std::ops::Range<usize> {
+    let after = &text[n.cue.end..n.scope.end.max(n.cue.end)];
+    let end = match after.chars().next() {
+        Some(c) if crate::text::is_cjk(c) => {
+            n.cue.end + after.char_indices().nth(GOVERNED_CHARS).map_or(after.len(), |(i, _)| i)
+        }
+        _ => n.scope.end.max(n.cue.end),
+    };
+    n.cue.start.min(n.scope.start)..end
+}
+
+/// See [`governed`]: enough for "不用转人工", "不需要人工客服", "别给我转人工".
+const GOVERNED_CHARS: usize = 4;
 
 /// Whether a thanks names only whom it thanks ("谢谢老师", "辛苦了，谢谢医生", "Thanks, doctor!"):
 /// the word after the thanks ends the message, and it is all the evidence any selected card has
@@ -174,5 +202,34 @@ mod tests {
             assert!(is_cancel(&registry, &q.to_lowercase()), "{q}");
         }
         assert!(!is_cancel(&registry, "exits of the airport"), "whole words only");
+    }
+
+    #[test]
+    fn a_negated_request_for_a_human_is_none() {
+        let registry = crate::registry::RegistryHandle::open(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("agents_config.yaml"),
+        )
+        .unwrap()
+        .load();
+        let beside = |q: &str| {
+            let lower = q.to_lowercase();
+            simple_intent_beside(&registry, &lower, &registry.recognizer.recognize(q))
+        };
+        for q in [
+            "不用转人工，帮我查下北京天气",
+            "别给我转人工，查下上海明天天气",
+            "不需要人工客服",
+            "I don't need a human, just check the weather in Beijing",
+            "No need for a real person, what's the weather in Shanghai?",
+        ] {
+            assert_eq!(beside(q), None, "{q}");
+        }
+        // What follows the negated words, or a pause after them, still asks for one.
+        for q in ["我要转人工", "不要机器人我要人工", "I don't want to talk to a bot, get me a human"] {
+            assert_eq!(beside(q), Some(SimpleIntent::HumanRequested), "{q}");
+        }
+        assert_eq!(beside("不是说你，气死我了"), Some(SimpleIntent::Angry));
+        // The safety lists are never negated away.
+        assert_eq!(beside("我不想活了"), Some(SimpleIntent::SelfHarm));
     }
 }
