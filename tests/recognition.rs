@@ -397,7 +397,8 @@ fn recognition_report_twentieth_config_written_blind() {
     // (chit-chat included). Then, with retractions ("… actually scratch that, …"): 46/60; with the
     // rule that settles a question the encoder clearly answers: 51/60, paraphrases 26/32.
     // Seventh session, what follows a negation and the encoder decided beside a topic rival (floors one query under): +1 multi.
-    assert_floors(&evaluate("twentieth_queries.yaml"), 90.0, 81.0, 87.0);
+    // Eighth session, a reported instruction negates nothing (tuned on it): 56/60, paraphrases 29/32.
+    assert_floors(&evaluate("twentieth_queries.yaml"), 91.0, 87.0, 87.0);
 }
 
 /// The twenty-first set (a farmers' co-op and a kindergarten's parent app), written like the
@@ -1037,4 +1038,15 @@ fn a_card_near_in_meaning_is_asked_about_rather_than_out_of_scope() {
     assert_eq!(offered, ["access_card_agent"]);
     // A question far from every card is still out of scope.
     assert_eq!(routed(&cowork.load(), "What's the capital of Australia?"), (vec![], vec![]));
+}
+
+/// A negation in someone else's instruction, reported ("老板…让我以后别来上班了", "HR told me not
+/// to come back"), is not the user's: the labour-dispute card its words name is not negated.
+#[test]
+fn a_reported_instruction_negates_nothing() {
+    let legal = eval_config("twentieth");
+    let reg = legal.load();
+    let q = "老板昨天让我以后别来上班了，连一分钱补偿都不给，我能怎么办";
+    assert!(!reg.recognizer.recognize(q).candidates.iter().any(|c| c.negated()), "nothing negated in {q:?}");
+    assert_eq!(routed(&reg, q).0, ["labour_dispute_agent"]);
 }

@@ -2743,6 +2743,16 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
             (Regex::new(r"而不是").expect("static regex"), 0),
         ]
     });
+    // What introduces a reported instruction, right before a cue (an optional time word or
+    // adverb between): 让 / 叫 / 要求 / 通知 / 告诉 / 嘱咐 / 提醒 + whom, "told me (to)", "said".
+    static REPORTED: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+        Regex::new(concat!(
+            r"(?:让|叫|要求|通知|告诉|嘱咐|提醒)(?:我们|我|他们|他|她们|她|咱们|咱|你们|你)?",
+            r"(?:明天|今天|后天|以后|暂时|先|再|千万|也|都)?\s*$",
+            r"|(?-u:\b)(?:told|asked|warned|tells|said|says)(?: (?:me|us|him|her|them|you))?(?: to)?\s*$"
+        ))
+        .expect("static regex")
+    });
     // A contrast ends a Chinese cue's scope: "别订酒店只看看北京天气".
     static CONTRAST: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
         Regex::new(r"只|而是|改成|改为|换成|还是|就|但|(?-u:\b)just(?-u:\b)|(?-u:\b)only(?-u:\b)|(?-u:\b)but(?-u:\b)")
@@ -2757,6 +2767,11 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
             let second = m.as_str().chars().nth(1);
             // 是不是 / 要不要 / 用不用: a question, not a negation.
             if m.as_str().starts_with('不') && before.is_some() && before == second {
+                continue;
+            }
+            // Someone else's instruction, reported ("公司…让我明天别来了", "the doctor told me not
+            // to eat before the scan"): not the user's negation of a request.
+            if REPORTED.is_match(&text[..m.start()]) {
                 continue;
             }
             if m.as_str() == "别"
@@ -2841,6 +2856,19 @@ fn retractions(text: &str) -> Vec<Cue> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn negations_leave_out_reported_instructions() {
+        let cues = |t: &str| negations(t).into_iter().map(|n| t[n.cue].to_string()).collect::<Vec<_>>();
+        assert_eq!(cues("别订酒店，只看看北京天气"), ["别"]);
+        assert_eq!(cues("I don't need a hotel"), ["don't"]);
+        // Someone else's instruction, reported: not the user's negation.
+        assert!(cues("公司突然说我试用期不合格让我明天别来了").is_empty());
+        assert!(cues("医生叫我千万不要吃辣").is_empty());
+        assert!(cues("the doctor told me not to eat before the scan").is_empty());
+        // Retractions are no negations of words.
+        assert!(cues("帮我订酒店……不对，查天气").is_empty());
+    }
 
     const CARDS: &str = r#"
 - id: hotel
