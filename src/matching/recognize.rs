@@ -2728,10 +2728,11 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
     // (regex, scope window in bytes of normalized text; 0 = to the end of the sentence part).
     static CUES: std::sync::LazyLock<Vec<(Regex, usize)>> = std::sync::LazyLock::new(|| {
         vec![
-            (Regex::new(r"不用|不要|不需要|不必|别|取消|算了|不想|不是|不打算|先不").expect("static regex"), 0),
+            (Regex::new(r"不用|不要|不需要|不必|别|取消|算了|不想|不是|不打算|先不|不担心|不在乎|不关心").expect("static regex"), 0),
             (
                 Regex::new(concat!(
                     r"(?-u:\b)(?:don't|dont|do not|no need to|no need for|no longer|never mind|forget about|forget the|scratch the|",
+                    r"no worries about|not worried about|",
                     r"skip|(?:didn't|did not|don't|do not) mean|(?:wasn't|was not|i'm not|not) (?:asking|looking) for|",
                     r"(?:wasn't|was not|i'm not|not) asking about)(?-u:\b)"
                 ))
@@ -3335,6 +3336,9 @@ mod tests {
         assert_eq!(ids(&r.recognize("Forget the hotel, I just want the weather in Shanghai")), ["weather"]);
         assert_eq!(ids(&r.recognize("Sorry, I didn't mean the weather. I meant a hotel in Shanghai")), ["hotel"]);
         assert_eq!(ids(&r.recognize("I'm not asking about the weather, book me a hotel")), ["hotel"]);
+        // Not minding something dismisses it.
+        assert_eq!(ids(&r.recognize("我不担心天气，帮我订个北京的酒店")), ["hotel"]);
+        assert_eq!(ids(&r.recognize("No worries about the weather, just book a hotel in Beijing")), ["hotel"]);
         // A Chinese cue governs to the end of its sentence part: "不是X，是Y" asks for Y.
         let norm = Normalized::new("不是要约团课，是要找教练、定个私教课");
         let cue = find_cues(&norm).into_iter().find(|c| c.text == "不是").unwrap();
