@@ -1308,9 +1308,10 @@ impl Recognizer {
         // Entities first: their spans are left out of term matching (words only), and so are
         // dates and times ("周六下午" says when, not what: an example's "这周六" is no evidence).
         let mut masks = self.entity_evidence(&at, tokens, &mut acc);
+        let entities = masks.len();
         masks.extend(when.iter().copied().filter(|&(s, e)| s < clause.end && e > clause.start));
         keyword_evidence(clause, keyword_hits, &mut acc);
-        let terms = ClauseTerms::of(tokens, clause, &masks);
+        let terms = ClauseTerms::of(tokens, clause, &masks, &masks[entities..]);
         self.term_evidence(&at, &terms, &mut acc);
 
         // A topic of the clause no card knows: evidence the clause is about something else —
@@ -1982,10 +1983,14 @@ struct ClauseTerms<'t> {
 impl<'t> ClauseTerms<'t> {
     /// The terms of the tokens starting in `clause`; words and bigrams inside `masks` (entity
     /// values) are left out.
-    fn of(tokens: &'t [Token], clause: Clause, masks: &[(usize, usize)]) -> Self {
+    fn of(tokens: &'t [Token], clause: Clause, masks: &[(usize, usize)], when: &[(usize, usize)]) -> Self {
         let mut terms: HashMap<&str, (f32, usize, usize, &Token)> = HashMap::new();
         let mut concept_hits: HashMap<&str, Vec<(usize, usize)>> = HashMap::new();
+        let inside = |t: &Token, spans: &[(usize, usize)]| spans.iter().any(|&(s, e)| t.start >= s && t.end <= e);
         for t in tokens.iter().filter(|t| t.start >= clause.start && t.start < clause.end) {
+            if t.kind == TokKind::Concept && inside(t, when) {
+                continue;
+            }
             if t.kind == TokKind::Concept {
                 let spans = concept_hits.entry(t.term.as_str()).or_default();
                 if !spans.iter().any(|&(s, e)| t.start < e && t.end > s) {
@@ -2501,7 +2506,7 @@ fn merge(per_card: &mut HashMap<u32, CardAgg>, scored: Vec<ClauseScore>, clause:
 /// Parts of a day and of a week, said alone ("下午", "this weekend"): when, not what.
 static DAYPARTS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)上午|下午|中午|晚上|早上|傍晚|凌晨|今晚|明晚|明早|周末|礼拜天|(?-u:\b)(?:this |tomorrow |on )?(?:morning|afternoon|evening|tonight|weekend)s?(?-u:\b)",
+        r"(?i)上午|下午|中午|晚上|早上|傍晚|凌晨|今晚|明晚|明早|周末|礼拜天|昨天|昨晚|昨日|前天|(?-u:\b)(?:this |tomorrow |on )?(?:morning|afternoon|evening|tonight|weekend)s?(?-u:\b)|(?-u:\b)(?:yesterday|(?:last|tomorrow) night)(?-u:\b)",
     )
     .expect("the dayparts compile")
 });
@@ -3112,6 +3117,21 @@ mod tests {
         // The value still counts where only its owner names it.
         let vet = r.recognize("我家狗需要看兽医");
         assert_eq!(ids(&vet), ["vet"]);
+    }
+
+    #[test]
+    fn a_night_that_says_when_is_no_lodging() {
+        let r = recognizer(CARDS);
+        // "last night" says when: its "night" is no word of the hotel card's topic.
+        let rec = r.recognize("Who won the football match last night?");
+        assert!(rec.candidates.iter().all(|c| c.raw <= 0.0), "{rec:?}");
+        assert!(rec.uncertain.is_empty(), "{rec:?}");
+        // Nights of a stay still are.
+        assert!(r
+            .recognize("I need somewhere to stay for two nights")
+            .candidates
+            .iter()
+            .any(|c| c.id == "hotel" && c.raw > 0.0));
     }
 
     #[test]
