@@ -78,8 +78,9 @@ pub fn simple_intent(registry: &Registry, lower: &str) -> Option<SimpleIntent> {
 /// operator's keyword names the card's job ("投诉" of a complaints card's "投诉骑手" is no
 /// request for a human; the seeds count 投诉 as a business word). Nor does a request for a human
 /// or a word of anger that a negation governs ("不用转人工，帮我查下北京天气", "I don't need a
-/// human, just …"; scopes as for cards: [`negations`]; after a Chinese cue only its next four characters). The safety lists are never
-/// read that way: "我不想活了" holds a negation cue and is exactly what they are for.
+/// human, just …"; scopes as for cards: [`negations`]; after a Chinese cue only its next four
+/// characters). The safety lists are never read that way: "我不想活了" holds a negation cue and is
+/// exactly what they are for.
 pub fn simple_intent_beside(registry: &Registry, lower: &str, recognition: &Recognition) -> Option<SimpleIntent> {
     let simple = simple_intent(registry, lower)?;
     if matches!(simple, SimpleIntent::SelfHarm | SimpleIntent::Sensitive | SimpleIntent::Abusive) {
