@@ -2749,13 +2749,15 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
             (Regex::new(r"而不是").expect("static regex"), 0),
         ]
     });
-    // What introduces a reported instruction, right before a cue (an optional time word or
-    // adverb between): 让 / 叫 / 要求 / 通知 / 告诉 / 嘱咐 / 提醒 + whom, "told me (to)", "said".
+    // What introduces an instruction someone gave the user, reported, right before a cue (an
+    // optional time word or adverb between): 让我 / 叫我 / 要我 / 要求我 / 通知我 / 告诉我 / 嘱咐我 /
+    // 提醒我 (or 我们), "told me (to)", "asked us (to)". Not the user's own instruction to us ("我
+    // 让你别订酒店", "I told you not to book it"), nor one about a third party ("让师傅别来了").
     static REPORTED: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
         Regex::new(concat!(
-            r"(?:让|叫|要求|通知|告诉|嘱咐|提醒)(?:我们|我|他们|他|她们|她|咱们|咱|你们|你)?",
+            r"(?:让|叫|要|要求|通知|告诉|嘱咐|提醒)(?:我们|我|咱们|咱)",
             r"(?:明天|今天|后天|以后|暂时|先|再|千万|也|都)?\s*$",
-            r"|(?-u:\b)(?:told|asked|warned|tells|said|says)(?: (?:me|us|him|her|them|you))?(?: to)?\s*$"
+            r"|(?-u:\b)(?:told|asked|warned|tells|telling) (?:me|us)(?: to)?\s*$"
         ))
         .expect("static regex")
     });
@@ -2872,6 +2874,9 @@ mod tests {
         assert!(cues("公司突然说我试用期不合格让我明天别来了").is_empty());
         assert!(cues("医生叫我千万不要吃辣").is_empty());
         assert!(cues("the doctor told me not to eat before the scan").is_empty());
+        // The user's own instruction to us is a negation.
+        assert_eq!(cues("我让你别订酒店了，查下天气"), ["别"]);
+        assert_eq!(cues("I told you not to book the hotel"), ["not"]);
         // Retractions are no negations of words.
         assert!(cues("帮我订酒店……不对，查天气").is_empty());
     }
