@@ -88,7 +88,9 @@ pub fn simple_intent_beside(registry: &Registry, lower: &str, recognition: &Reco
     }
     let mut masked = lower.to_string();
     if matches!(simple, SimpleIntent::HumanRequested | SimpleIntent::Angry) {
-        for span in negations(lower).into_iter().map(|n| governed(lower, &n)) {
+        // A bare "not" is left out: "Can I not speak to a human?" asks for one.
+        let negations = negations(lower).into_iter().filter(|n| &lower[n.cue.clone()] != "not");
+        for span in negations.map(|n| governed(lower, &n)) {
             // Blanked to the same byte length, so later spans stay in place.
             masked.replace_range(span.clone(), &" ".repeat(span.len()));
         }
@@ -226,7 +228,12 @@ mod tests {
             assert_eq!(beside(q), None, "{q}");
         }
         // What follows the negated words, or a pause after them, still asks for one.
-        for q in ["我要转人工", "不要机器人我要人工", "I don't want to talk to a bot, get me a human"] {
+        for q in [
+            "我要转人工",
+            "不要机器人我要人工",
+            "I don't want to talk to a bot, get me a human",
+            "Can I not speak to a human?",
+        ] {
             assert_eq!(beside(q), Some(SimpleIntent::HumanRequested), "{q}");
         }
         assert_eq!(beside("不是说你，气死我了"), Some(SimpleIntent::Angry));
