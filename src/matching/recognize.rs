@@ -2627,7 +2627,7 @@ fn meant_text<'q>(query: &'q str, norm: &Normalized, cues: &[Cue], negated: bool
         // A Chinese object named before its cue may reach back before a retraction: the cut
         // starts where what was meant starts.
         .map(|c| {
-            let (s, e) = (norm.orig(c.start.min(c.scope.0)), norm.orig(c.scope.1.max(c.start + c.text.len())));
+            let (s, e) = c.reach(norm);
             (s.saturating_sub(from), e - from)
         })
         .map(|(s, e)| to_pause(rest, s, e))
@@ -2683,7 +2683,7 @@ pub fn negations(text: &str) -> Vec<Negation> {
         .filter(|c| !c.retracts)
         .map(|c| {
             let cue = norm.orig(c.start)..norm.orig(c.start + c.text.len());
-            let (s, e) = (norm.orig(c.start.min(c.scope.0)), norm.orig(c.scope.1.max(c.start + c.text.len())));
+            let (s, e) = c.reach(&norm);
             let (s, e) = to_pause(text, s, e.min(text.len()));
             Negation { cue, scope: s..e }
         })
@@ -2721,6 +2721,12 @@ struct Cue {
 }
 
 impl Cue {
+    /// What the cue and its scope cover, as byte offsets of the original text: from the cue (or a
+    /// Chinese object named before it) to the end of its scope (at least the cue's own end).
+    fn reach(&self, norm: &Normalized) -> (usize, usize) {
+        (norm.orig(self.start.min(self.scope.0)), norm.orig(self.scope.1.max(self.start + self.text.len())))
+    }
+
     /// Whether the cue governs evidence of the clause `[start, end)` (query byte offsets): a
     /// cue of the clause, or a retraction after it.
     fn governs(&self, norm: &Normalized, start: usize, end: usize) -> bool {

@@ -178,13 +178,18 @@ pub const CANDIDATES_SHOWN: usize = 5;
 mod tests {
     use super::*;
 
-    #[test]
-    fn lexicons() {
-        let registry = crate::registry::RegistryHandle::open(
+    /// The demo config's registry (the repo's `agents_config.yaml`).
+    fn demo_registry() -> std::sync::Arc<Registry> {
+        crate::registry::RegistryHandle::open(
             &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("agents_config.yaml"),
         )
         .unwrap()
-        .load();
+        .load()
+    }
+
+    #[test]
+    fn lexicons() {
+        let registry = demo_registry();
         let simple = |q: &str| simple_intent(&registry, &q.to_lowercase());
         assert_eq!(simple("你好"), Some(SimpleIntent::Greeting));
         assert_eq!(simple("谢谢你"), Some(SimpleIntent::Thanks));
@@ -209,11 +214,7 @@ mod tests {
 
     #[test]
     fn a_negated_request_for_a_human_is_none() {
-        let registry = crate::registry::RegistryHandle::open(
-            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("agents_config.yaml"),
-        )
-        .unwrap()
-        .load();
+        let registry = demo_registry();
         let beside = |q: &str| {
             let lower = q.to_lowercase();
             simple_intent_beside(&registry, &lower, &registry.recognizer.recognize(q))
