@@ -494,6 +494,22 @@ fn recognition_report_twentyninth_config_written_blind() {
     assert_floors(&evaluate("twentyninth_queries.yaml"), 78.0, 71.0, 75.0);
 }
 
+/// The thirtieth set (a fitness club chain and a home-appliance repair service), written blind
+/// by a helper at the start of 27 Nov's session.
+#[test]
+fn recognition_report_thirtieth_config_written_blind() {
+    // First run, before any reading of its misses: 42/60, paraphrases 20/32, out of scope 4/8.
+    assert_floors(&evaluate("thirtieth_queries.yaml"), 68.0, 59.0, 37.0);
+}
+
+/// The thirty-first set (a car-rental company and a video streaming service), written like the
+/// thirtieth.
+#[test]
+fn recognition_report_thirtyfirst_config_written_blind() {
+    // First run, before any reading of its misses: 44/60, paraphrases 22/32, out of scope 7/8.
+    assert_floors(&evaluate("thirtyfirst_queries.yaml"), 71.0, 65.0, 75.0);
+}
+
 /// A lone topical candidate under the selection threshold is planned when no other card comes
 /// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
 /// query asks like one in a single clause.
