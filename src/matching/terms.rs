@@ -131,6 +131,21 @@ impl LexiconMatcher {
             .find_overlapping_iter(lower_text)
             .any(|m| terms[m.pattern().as_usize()].matches_at(lower_text, m.start()))
     }
+
+    /// `true` when `lower_text` (already lower-cased) is, as a whole, a word of `lexicon`: the
+    /// punctuation, symbols and spaces around it are ignored and inner runs of spaces count as
+    /// one ("Help!", " /start ", "帮助？"). For lists that mean something only alone (`help`).
+    pub fn is_whole(&self, lexicon: Lexicon, lower_text: &str) -> bool {
+        let index = Lexicon::ALL.iter().position(|l| *l == lexicon).unwrap_or_default();
+        let Some(Some((_, terms))) = self.lists.get(index) else { return false };
+        let core = lower_text.trim_matches(|c: char| !c.is_alphanumeric());
+        // Bounded: a lexicon word is short, so a long message is no word of it.
+        if core.len() > 64 {
+            return false;
+        }
+        let core = core.split_whitespace().collect::<Vec<_>>().join(" ");
+        terms.iter().any(|t| t.text() == core)
+    }
 }
 
 #[cfg(test)]
@@ -156,6 +171,13 @@ mod tests {
         // candidate hides no other one that overlaps it.
         assert!(!m.matches(Lexicon::Cancel, "exits of the airport"));
         assert!(m.matches(Lexicon::Cancel, "exits, exit"));
+        // A whole-message list: the message is the word, punctuation and spaces aside.
+        assert!(m.is_whole(Lexicon::Help, "Help!".to_lowercase().as_str()));
+        assert!(m.is_whole(Lexicon::Help, " /start "));
+        assert!(m.is_whole(Lexicon::Help, "i  need help?"));
+        assert!(m.is_whole(Lexicon::Help, "帮助？"));
+        assert!(!m.is_whole(Lexicon::Help, "help me book a hotel"));
+        assert!(!m.is_whole(Lexicon::Help, "帮助我订酒店"));
         for (lexicon, text) in [(Lexicon::Cancel, "please cancel"), (Lexicon::Greeting, "hello there")] {
             let slow = lexicons.words(lexicon).iter().any(|w| find_term(text, &Term::new(w)).is_some());
             assert_eq!(m.matches(lexicon, text), slow, "{text}");

@@ -70,7 +70,11 @@ pub fn is_cancel(registry: &Registry, lower: &str) -> bool {
 /// (`locales/lexicons.txt` plus the operator's) matches: sensitive first, then a request for a
 /// human, capabilities, chit-chat, greeting, thanks.
 pub fn simple_intent(registry: &Registry, lower: &str) -> Option<SimpleIntent> {
-    PRIORITY.iter().find_map(|(lexicon, intent)| registry.lexicons.matches(*lexicon, lower).then_some(*intent))
+    PRIORITY.iter().find_map(|(lexicon, intent)| {
+        // A message that is only "help" asks what the capabilities list asks.
+        let help = *lexicon == Lexicon::Capabilities && registry.lexicons.is_whole(Lexicon::Help, lower);
+        (help || registry.lexicons.matches(*lexicon, lower)).then_some(*intent)
+    })
 }
 
 /// [`simple_intent`] of a query beside its recognition: outside the safety lists (self-harm,
@@ -198,6 +202,10 @@ mod tests {
         // A company's legal representative is no request for a human.
         assert_eq!(simple("she's stepping down as legal representative, what paperwork do we need?"), None);
         assert_eq!(simple("what can you do?"), Some(SimpleIntent::Capabilities));
+        // "help" alone asks the same; inside a request it is no signal.
+        assert_eq!(simple("Help!"), Some(SimpleIntent::Capabilities));
+        assert_eq!(simple("帮助"), Some(SimpleIntent::Capabilities));
+        assert_eq!(simple("help me book a hotel in Beijing"), None);
         assert_eq!(simple("你这个傻逼"), Some(SimpleIntent::Abusive));
         assert_eq!(simple("我想自杀"), Some(SimpleIntent::SelfHarm));
         assert_eq!(simple("I want to end my life"), Some(SimpleIntent::SelfHarm));

@@ -103,7 +103,9 @@ fn a_card_keyword_outranks_a_simple_intent_word_inside_it() {
         ("我要投诉骑手，态度太差了", "Fresh:rider_complaint_agent"),
         ("我要投诉", "escalate:UserRequested"),
         ("我要投诉骑手，转人工", "escalate:UserRequested"),
-        ("help", "direct:OutOfScope"),
+        // "help" alone asks what is possible; inside a request it is no capabilities word.
+        ("help", "direct:Capabilities"),
+        ("is there any help for disabled guests?", "direct:OutOfScope"),
         ("what can you help me with?", "direct:Capabilities"),
     ];
     for (query, expected) in cases {

@@ -24,6 +24,10 @@ pub enum Lexicon {
     Human,
     /// "What can you do?" (`capabilities`).
     Capabilities,
+    /// Asking for help and nothing else (`help`): "help", "帮助", "menu". Matched only as the whole
+    /// message (punctuation and spaces around it aside), since "help me book a hotel" asks for a
+    /// card; answered like `capabilities`.
+    Help,
     /// Small talk (`chit_chat`).
     ChitChat,
     /// 你好 / hello (`greeting`).
@@ -42,13 +46,14 @@ pub enum Lexicon {
 
 impl Lexicon {
     /// Every list, in the order the rule planner checks the simple intents (cancel last).
-    pub const ALL: [Lexicon; 12] = [
+    pub const ALL: [Lexicon; 13] = [
         Lexicon::SelfHarm,
         Lexicon::Sensitive,
         Lexicon::Abuse,
         Lexicon::Human,
         Lexicon::Anger,
         Lexicon::Capabilities,
+        Lexicon::Help,
         Lexicon::ChitChat,
         Lexicon::Greeting,
         Lexicon::Thanks,
@@ -66,6 +71,7 @@ impl Lexicon {
             Self::Anger => "anger",
             Self::Human => "human",
             Self::Capabilities => "capabilities",
+            Self::Help => "help",
             Self::ChitChat => "chit_chat",
             Self::Greeting => "greeting",
             Self::Thanks => "thanks",
