@@ -58,9 +58,8 @@ pub fn load_routing_tests(path: &Path) -> Result<Vec<RoutingTest>, ConfigError> 
     })
 }
 
-/// The agents a query is routed to (as `plan_turn` decides a fresh turn) and the semantic keys
-/// found for them.
-pub fn route(registry: &Registry, query: &str) -> (Vec<String>, Map<String, Value>) {
+/// How `plan_turn` decides `query` as the first turn of a new thread (nothing pending, no values).
+fn first_turn(registry: &Registry, query: &str) -> planner::TurnDecision {
     let empty = Map::new();
     let input = TurnInput {
         query,
@@ -74,7 +73,13 @@ pub fn route(registry: &Registry, query: &str) -> (Vec<String>, Map<String, Valu
         plan_id: "routing_test",
         lang: crate::text::Lang::detect(query),
     };
-    let turn = planner::plan_turn(registry, input);
+    planner::plan_turn(registry, input)
+}
+
+/// The agents a query is routed to (as `plan_turn` decides a fresh turn) and the semantic keys
+/// found for them.
+pub fn route(registry: &Registry, query: &str) -> (Vec<String>, Map<String, Value>) {
+    let turn = first_turn(registry, query);
     match turn.decision {
         Decision::Plan { plan, .. } => {
             let mut keys = Map::new();
@@ -139,6 +144,38 @@ pub fn check_registry(registry: &Registry) -> Vec<ConfigError> {
     }
 }
 
+/// The planner's decision as `explain` prints it: what a first turn of a thread would do.
+fn decision_line(decision: &Decision) -> String {
+    let name = |v: serde_json::Result<String>| v.unwrap_or_default().trim_matches('"').to_string();
+    match decision {
+        Decision::Plan { plan, .. } => {
+            let agents: Vec<&str> = plan.sub_tasks.iter().map(|t| t.assigned_agent.as_str()).collect();
+            let keys: Vec<String> = plan
+                .sub_tasks
+                .iter()
+                .map(|t| {
+                    let found = t.inputs.iter().filter(|(k, _)| k.as_str() != "message");
+                    let found: Vec<String> = found.map(|(k, v)| format!("{k}={v}")).collect();
+                    format!("{} {{{}}}", t.assigned_agent, found.join(", "))
+                })
+                .collect();
+            let blocked = &plan.missing_semantic_keys;
+            let mut line = format!("plan {}", agents.join(" -> "));
+            let _ = write!(line, "\nkeys found: {}", keys.join("; "));
+            if !blocked.is_empty() {
+                let _ = write!(line, "\nmissing keys (blocked, asked for): {}", blocked.join(", "));
+            }
+            line
+        }
+        Decision::Choose(q) => {
+            format!("ask which capability was meant (nothing dispatched)\ndid you mean: {}", q.candidates.join(" / "))
+        }
+        Decision::Direct(s) => format!("answer directly ({})", name(serde_json::to_string(s))),
+        Decision::Escalate(r) => format!("hand over to a human ({})", name(serde_json::to_string(r))),
+        Decision::Cancel => "cancel (nothing pending, acknowledged)".to_string(),
+    }
+}
+
 fn evidence_line(e: &Evidence) -> String {
     e.to_string()
 }
@@ -192,29 +229,7 @@ pub fn explain(registry: &Registry, query: &str) -> String {
         }
     }
     let _ = writeln!(out);
-    let (routed, keys) = route(registry, query);
-    let simple = planner::intent::simple_intent_beside(registry, &query.to_lowercase(), &rec);
-    let decision = if !routed.is_empty() {
-        format!("plan {}", routed.join(" -> "))
-    } else if let Some(s) = simple {
-        format!("answer directly ({})", serde_json::to_string(&s).unwrap_or_default().trim_matches('"'))
-    } else if !rec.uncertain.is_empty() {
-        "ask which capability was meant (did you mean; nothing dispatched)".to_string()
-    } else {
-        "out of scope (nothing dispatched)".to_string()
-    };
-    let _ = writeln!(out, "decision: {decision}");
-    if !keys.is_empty() {
-        let shown: Vec<String> =
-            keys.iter().filter(|(k, _)| k.as_str() != "message").map(|(k, v)| format!("{k}={v}")).collect();
-        if !shown.is_empty() {
-            let _ = writeln!(out, "keys found: {}", shown.join(", "));
-        }
-    }
-    if !rec.uncertain.is_empty() {
-        let names: Vec<String> = rec.uncertain.iter().map(|u| format!("{} ({:.2})", u.id, u.confidence)).collect();
-        let _ = writeln!(out, "did you mean: {}", names.join(", "));
-    }
+    let _ = writeln!(out, "decision: {}", decision_line(&first_turn(registry, query).decision));
     if !rec.unhandled.is_empty() {
         let _ = writeln!(out, "not covered by any card: {}", rec.unhandled.join(", "));
     }
