@@ -248,6 +248,9 @@ pub struct Recognition {
     /// Cards sharing a topic of the lexicon with the query (ids, sorted).
     #[serde(skip)]
     pub topical: Vec<String>,
+    /// Where each of [`Self::clauses`] lies in the query (byte ranges, in order).
+    #[serde(skip)]
+    pub clause_spans: Vec<std::ops::Range<usize>>,
 }
 
 /// A part of the request that some cards may mean, none clearly ([`Recognition::unresolved`]).
@@ -527,6 +530,7 @@ impl Recognizer {
             uncertain: ranked.uncertain,
             candidates: ranked.candidates,
             clauses: clauses.iter().map(|&(s, e, _)| query[norm.orig(s)..norm.orig(e)].trim().to_string()).collect(),
+            clause_spans: clauses.iter().map(|&(s, e, _)| norm.orig(s)..norm.orig(e)).collect(),
             unhandled,
             topical: ranked.topical,
             ..Recognition::default()

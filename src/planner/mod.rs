@@ -240,7 +240,7 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
         let pending_agents: Vec<&str> = pending.iter().map(|t| t.assigned_agent.as_str()).collect();
         let names_other_agent = hits.iter().any(|(_, id)| !pending_agents.contains(&id.as_str()));
         if names_other_agent {
-            let mut plan = fresh_plan(registry, &hits, input.query, src, input.plan_id, lang);
+            let mut plan = fresh_plan(registry, &hits, input.query, &recognition.clause_spans, src, input.plan_id, lang);
             plan.0.unhandled = recognition.unhandled.clone();
             plan.0.unresolved = recognition.unresolved.clone();
             let reason = format!("intent switch to {}", result.agents.join(", "));
@@ -276,7 +276,7 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
         }
     }
     if !hits.is_empty() {
-        let (mut plan, found) = fresh_plan(registry, &hits, input.query, src, input.plan_id, lang);
+        let (mut plan, found) = fresh_plan(registry, &hits, input.query, &recognition.clause_spans, src, input.plan_id, lang);
         plan.unhandled = recognition.unhandled.clone();
         plan.unresolved = recognition.unresolved.clone();
         let reason = format!("recognized: {}", result.agents.join(", "));
@@ -367,7 +367,7 @@ fn answer_choice(
         let text = format!("{} {}", c.query, input.query);
         let src =
             KeySources { text: &text, slots: input.slots, session_slots: input.session_slots, today: input.today };
-        let (plan, found) = fresh_plan(registry, &[(0, agent.clone())], c.query, src, input.plan_id, input.lang);
+        let (plan, found) = fresh_plan(registry, &[(0, agent.clone())], c.query, &[], src, input.plan_id, input.lang);
         result.agents = vec![agent.clone()];
         result.confidence = 1.0;
         result.rewritten_query = c.query.to_string();
@@ -433,6 +433,7 @@ fn resume(
                 inputs: remote_inputs(t, input.query),
                 depends_on: Vec::new(),
                 remote: t.remote.clone(),
+                own_text: None,
             })
         })
         .collect();
@@ -500,23 +501,26 @@ fn answer_confirmation(
     resume(registry, input, &tasks, src, true, result)
 }
 
-/// Plans the given agents as a fresh request (used when intents come from elsewhere, e.g. a
-/// model whose plan had to be abandoned).
+/// Plans the given agents (`(offset of the first mention in src.text, id)`) as a fresh request
+/// of `query`. With `clauses` (byte ranges of `src.text`, from the recognizer) and several
+/// agents, each agent's values come first from the clause holding its mention.
 pub fn fresh_plan(
     registry: &Registry,
     hits: &[(usize, String)],
     query: &str,
+    clauses: &[std::ops::Range<usize>],
     src: KeySources<'_>,
     plan_id: &str,
     lang: Lang,
 ) -> (TaskPlan, Map<String, Value>) {
     let candidates: Vec<Candidate> = hits
         .iter()
-        .filter_map(|(_, id)| registry.get_enabled(id))
-        .map(|agent| {
+        .filter_map(|(offset, id)| registry.get_enabled(id).map(|agent| (offset, agent)))
+        .map(|(offset, agent)| {
             let mut inputs = Map::new();
             inputs.insert("message".into(), Value::String(query.to_string()));
-            Candidate { task_id: None, agent: agent.clone(), inputs, depends_on: Vec::new(), remote: None }
+            let own_text = if hits.len() > 1 { clauses.iter().find(|c| c.contains(offset)).cloned() } else { None };
+            Candidate { task_id: None, agent: agent.clone(), inputs, depends_on: Vec::new(), remote: None, own_text }
         })
         .collect();
     let reasoning = format!("rule planner: {} sub-task(s) from keyword matches", candidates.len());
@@ -560,7 +564,7 @@ fn elliptical(
         .map(|agent| {
             let mut inputs = Map::new();
             inputs.insert("message".into(), Value::String(rewritten.clone()));
-            Candidate { task_id: None, agent: agent.clone(), inputs, depends_on: Vec::new(), remote: None }
+            Candidate { task_id: None, agent: agent.clone(), inputs, depends_on: Vec::new(), remote: None, own_text: None }
         })
         .collect();
     Some((rewritten, candidates))

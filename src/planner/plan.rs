@@ -287,6 +287,11 @@ pub struct Candidate {
     pub depends_on: Vec<usize>,
     /// The remote A2A task it continues, if any.
     pub remote: Option<RemoteTask>,
+    /// The part of the turn's text that asked for this card (its clause, a byte range of
+    /// [`KeySources::text`]), when the text asked for several: a key takes a value found there
+    /// before one found elsewhere in the text ("帮我订北京的酒店，顺便查下上海天气": the weather
+    /// card's city is 上海). `None`: the whole text.
+    pub own_text: Option<std::ops::Range<usize>>,
 }
 
 /// Where semantic-key values come from this turn.
@@ -415,7 +420,15 @@ fn fill_keys(candidates: &[Candidate], src: KeySources<'_>, plan_id: &str) -> (D
     for (i, cand) in candidates.iter().enumerate() {
         let mut inputs = cand.inputs.clone();
         let open = |k: &KeyDef| !inputs.contains_key(&k.spec.key) && !src.slots.contains_key(&k.spec.key);
-        let from_text = text_values(&cand.agent, open, src.text, src.today);
+        let mut from_text = text_values(&cand.agent, &open, src.text, src.today);
+        if let Some(own) = cand.own_text.clone().and_then(|r| src.text.get(r)) {
+            let own_values = text_values(&cand.agent, &open, own, src.today);
+            for (value, own) in from_text.iter_mut().zip(own_values) {
+                if own.is_some() {
+                    *value = own;
+                }
+            }
+        }
         for ((k, key), said) in cand.agent.keys.iter().enumerate().zip(from_text) {
             let name = &key.spec.key;
             if inputs.contains_key(name) {

@@ -70,6 +70,7 @@ pub fn build_from_proposal(
             inputs,
             depends_on: deps[i].iter().copied().collect(),
             remote: None,
+            own_text: None,
         });
     }
     if !problems.is_empty() {

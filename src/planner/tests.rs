@@ -344,3 +344,23 @@ fn a_key_is_filled_from_an_upstream_output_or_memory_under_another_name() {
     assert_eq!(plan.runnable().count(), 1);
     assert_eq!(plan.sub_tasks[0].inputs["airport"], "白云机场");
 }
+
+/// Each card of a multi-intent turn takes its values from its own clause first, then from the
+/// rest of the text (a city said once serves both).
+#[test]
+fn each_card_takes_the_values_of_its_own_clause() {
+    let reg = registry();
+    let cities = |query: &str| -> Vec<(String, Value)> {
+        let Decision::Plan { plan, .. } = decide(&reg, query, &idle()).decision else { panic!("{query}: no plan") };
+        plan.sub_tasks.iter().map(|t| (t.assigned_agent.clone(), t.inputs["city"].clone())).collect()
+    };
+    let pair = |a: &str, x: &str, b: &str, y: &str| vec![(a.to_string(), json!(x)), (b.to_string(), json!(y))];
+    assert_eq!(cities("帮我订北京的酒店，顺便查下上海天气"), pair("hotel_agent", "北京", "weather_agent", "上海"));
+    assert_eq!(cities("查下上海天气，再帮我订北京的酒店"), pair("weather_agent", "上海", "hotel_agent", "北京"));
+    assert_eq!(
+        cities("Book a hotel in Beijing for tomorrow, and what's the weather like in Shanghai?"),
+        pair("hotel_agent", "Beijing", "weather_agent", "Shanghai")
+    );
+    // A clause with no city of its own: the one the text says elsewhere.
+    assert_eq!(cities("明天去北京，帮我订酒店，再查查天气"), pair("hotel_agent", "北京", "weather_agent", "北京"));
+}
