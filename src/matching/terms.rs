@@ -132,6 +132,18 @@ impl LexiconMatcher {
             .any(|m| terms[m.pattern().as_usize()].matches_at(lower_text, m.start()))
     }
 
+    /// The words of `lexicon` found in `lower_text` (already lower-cased), as [`Self::matches`]
+    /// finds them, as byte ranges of the text (overlapping ones included).
+    pub fn find_all(&self, lexicon: Lexicon, lower_text: &str) -> Vec<std::ops::Range<usize>> {
+        let index = Lexicon::ALL.iter().position(|l| *l == lexicon).unwrap_or_default();
+        let Some(Some((automaton, terms))) = self.lists.get(index) else { return Vec::new() };
+        automaton
+            .find_overlapping_iter(lower_text)
+            .filter(|m| terms[m.pattern().as_usize()].matches_at(lower_text, m.start()))
+            .map(|m| m.range())
+            .collect()
+    }
+
     /// `true` when `lower_text` (already lower-cased) is, as a whole, a word of `lexicon`: the
     /// punctuation, symbols and spaces around it are ignored and inner runs of spaces count as
     /// one ("Help!", " /start ", "帮助？"). For lists that mean something only alone (`help`).

@@ -104,15 +104,43 @@ pub fn simple_intent_beside(registry: &Registry, lower: &str, recognition: &Reco
             if let crate::matching::Evidence::Keyword { term } = e {
                 let term = term.to_lowercase();
                 if !term.is_empty() && masked.contains(&term) {
-                    masked = masked.replace(&term, " ");
+                    // Blanked to the same byte length, so the spans of `lower` stay in place.
+                    masked = masked.replace(&term, &" ".repeat(term.len()));
                 }
             }
         }
+    }
+    if simple == SimpleIntent::HumanRequested {
+        mask_card_words(registry, lower, recognition, &mut masked);
     }
     if masked == lower {
         return Some(simple);
     }
     simple_intent(registry, &masked)
+}
+
+/// Blanks in `masked` (a copy of `lower`, same byte length) each word of the human list that a
+/// selected card's text shares with the query beside another word of its own: "我是要投诉昨天来的那个
+/// 师傅" with a "师傅投诉" card asks that card (it shares 投诉 and 师傅), while "我要投诉" alone, which
+/// the card shares nothing else with, still asks for a human. Another shared word is one of two
+/// characters or more (CJK) or a whole word, with no letter of the human word ("要投" is none).
+fn mask_card_words(registry: &Registry, lower: &str, recognition: &Recognition, masked: &mut String) {
+    let shared = |word: &str| {
+        recognition.selected.iter().filter_map(|s| recognition.score(&s.id)).any(|c| {
+            let terms = c.evidence.iter().filter_map(|e| match e {
+                crate::matching::Evidence::Terms { terms, .. } => Some(terms),
+                _ => None,
+            });
+            let terms: Vec<&str> = terms.flatten().map(|t| t.split('→').next().unwrap_or(t)).collect();
+            terms.contains(&word)
+                && terms.iter().any(|t| !t.chars().any(|c| word.contains(c)) && (t.chars().count() >= 2 || t.is_ascii()))
+        })
+    };
+    for span in registry.lexicons.find_all(Lexicon::Human, lower) {
+        if masked.get(span.clone()).is_some_and(|w| shared(w)) {
+            masked.replace_range(span.clone(), &" ".repeat(span.len()));
+        }
+    }
 }
 
 /// The words a negation governs for the simple intents: from its cue to the end of its scope,

@@ -113,6 +113,23 @@ fn a_card_keyword_outranks_a_simple_intent_word_inside_it() {
     }
 }
 
+/// A word of the human list that a selected card's text shares with the query beside another
+/// word of its own is the card's job ("投诉" with 师傅 of a "师傅投诉" card); alone it still asks for
+/// a human.
+#[test]
+fn a_human_word_a_selected_card_shares_with_more_is_that_card() {
+    let reg = registry_at("tests/fixtures/eval/thirtieth/agents_config.yaml");
+    let cases = [
+        ("我是要投诉昨天来的那个师傅", "Fresh:technician_complaint_agent"),
+        ("查一下我买的配件发到哪了……不对不对，我是要投诉昨天来的那个师傅", "Fresh:technician_complaint_agent"),
+        ("我要投诉", "escalate:UserRequested"),
+        ("我要投诉昨天来的那个师傅，给我转人工", "escalate:UserRequested"),
+    ];
+    for (query, expected) in cases {
+        assert_eq!(kind(&decide(&reg, query, &idle()).decision), expected, "{query}");
+    }
+}
+
 #[test]
 fn turns_with_a_pending_clarification() {
     let reg = registry();
