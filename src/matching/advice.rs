@@ -25,10 +25,10 @@ pub enum Advice {
 static RECOMMEND: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"推荐|值得(买|去|看)|有什么好(吃|玩|看|用)的|",
-        r"哪(个|家|款|种|所|位)[^，。？！,.?!\s]{0,8}(好|靠谱)|",
+        r"哪(个|家|款|种|所|位)[^，。？！,.?!\s]{0,8}(好|靠谱|实用|耐用|省电|合适|可靠|值得)|",
         r"\brecommend|\bsuggest (a|an|some|me)\b|",
         r"\bwhich (brand|model|school|one|place)\b[^.?!]{0,30}\b(best|better|good|reliable)\b|",
-        r"\bwhich is (better|best|more reliable)\b|",
+        r"\bwhich (one )?is (better|best|more (reliable|practical|durable|useful)|the most (reliable|practical|durable|useful))\b|",
         r"\bwhat(’s|'s| is) the best (brand|place|model|one)\b"
     ))
     .expect("advice cues compile")
@@ -84,6 +84,8 @@ mod tests {
             "can you recommend a good robot vacuum under 300 dollars?",
             "honestly, which is more reliable in the long run, a toyota or a honda?",
             "which brand of tractor is best to buy outright?",
+            "想买台新冰箱，对开门和十字门哪个更实用",
+            "front-loader or top-loader, which one is more practical?",
         ] {
             assert_eq!(asked(q), Some(Advice::Recommend), "{q}");
         }
