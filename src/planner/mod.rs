@@ -502,8 +502,10 @@ fn answer_confirmation(
 }
 
 /// Plans the given agents (`(offset of the first mention in src.text, id)`) as a fresh request
-/// of `query`. With `clauses` (byte ranges of `src.text`, from the recognizer) and several
-/// agents, each agent's values come first from the clause holding its mention.
+/// of `query`. With `clauses` (byte ranges of `src.text`, from the recognizer), each agent's
+/// values come first from the clause holding its mention ("我从上海出发，想订北京的酒店": 北京), then
+/// from the rest of the text; one card asked for several listed values is fanned out
+/// ([`plan::fan_out`]).
 pub fn fresh_plan(
     registry: &Registry,
     hits: &[(usize, String)],
@@ -519,8 +521,16 @@ pub fn fresh_plan(
         .map(|(offset, agent)| {
             let mut inputs = Map::new();
             inputs.insert("message".into(), Value::String(query.to_string()));
-            let own_text = if hits.len() > 1 { clauses.iter().find(|c| c.contains(offset)).cloned() } else { None };
+            let own_text = if clauses.len() > 1 { clauses.iter().find(|c| c.contains(offset)).cloned() } else { None };
             Candidate { task_id: None, agent: agent.clone(), inputs, depends_on: Vec::new(), remote: None, own_text }
+        })
+        .flat_map(|c| {
+            // Not when another card is asked for in the same clause ("查下北京天气和上海的酒店").
+            let own = c.own_text.clone().unwrap_or(0..src.text.len());
+            if hits.iter().filter(|(offset, _)| own.contains(offset)).count() > 1 {
+                return vec![c];
+            }
+            plan::fan_out(c, src.text, hits.len() == 1, src.today)
         })
         .collect();
     let reasoning = format!("rule planner: {} sub-task(s) from keyword matches", candidates.len());

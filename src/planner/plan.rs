@@ -288,7 +288,7 @@ pub struct Candidate {
     /// The remote A2A task it continues, if any.
     pub remote: Option<RemoteTask>,
     /// The part of the turn's text that asked for this card (its clause, a byte range of
-    /// [`KeySources::text`]), when the text asked for several: a key takes a value found there
+    /// [`KeySources::text`]), when the text has several clauses: a key takes a value found there
     /// before one found elsewhere in the text ("帮我订北京的酒店，顺便查下上海天气": the weather
     /// card's city is 上海). `None`: the whole text.
     pub own_text: Option<std::ops::Range<usize>>,
@@ -340,6 +340,124 @@ pub fn text_values(
     assign(&rules, text, today)
 }
 
+/// The most sub-tasks one card's request is fanned out to ([`fan_out`]).
+pub const MAX_FAN_OUT: usize = 5;
+
+/// Words joining listed values: "北京和上海", "Beijing and Shanghai", "CA1234、MU5101", or a
+/// bare comma between them ("北京，上海，杭州的天气"; a comma with other words is a new clause:
+/// "我从上海出发，想订北京的酒店").
+static COORDINATED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"(?i)和|与|跟|及|、|以及|还有|/|&|(?-u:\b)(?:and|or)(?-u:\b)|^\s*[,，]\s*$").expect("static regex")
+});
+
+/// A card that compares what it is given wants the values together ("比较iPhone和华为").
+static COMPARES: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"(?i)对比|比较|compar|versus").expect("static regex")
+});
+
+/// One card asked for several listed values of one key ("北京和上海明天的天气", "weather in Beijing
+/// and Shanghai", "查一下CA1234和MU5101"; `alone`: the only card of the plan, else only in its
+/// own clause): the candidate once per value, that value preset (at
+/// most [`MAX_FAN_OUT`]). Only for a key whose values come from a list or a pattern, which no
+/// other key of the card also finds there (an origin and a destination compete for two cities:
+/// "从北京到上海" is one trip), whose property is no array, of a card that does not compare
+/// (its name and description say nothing of 对比 / 比较 / compare), and when the values follow
+/// each other joined by 和 / 、 / and / … with at most a few words between ("北京天气和上海天气").
+/// Otherwise the candidate as it is.
+pub fn fan_out(cand: Candidate, text: &str, alone: bool, today: NaiveDate) -> Vec<Candidate> {
+    use crate::matching::extract::Kind;
+    let spec = &cand.agent.spec;
+    if spec.name.all().chain(spec.description.all()).any(|t| COMPARES.is_match(t)) {
+        return vec![cand];
+    }
+    let own = cand.own_text.clone().unwrap_or(0..text.len());
+    let keys = &cand.agent.keys;
+    // One value a key: a key whose property is an array takes the values together.
+    let listed = |k: &KeyDef| {
+        k.json_type.as_deref() != Some("array")
+            && k.extractor.as_ref().is_some_and(|x| matches!(x.kind(), Kind::Values | Kind::Pattern))
+    };
+    let joined = |a: &crate::matching::extract::Found, b: &crate::matching::extract::Found| {
+        let gap = text.get(a.end..b.start).unwrap_or_default();
+        gap.chars().count() <= 8 && COORDINATED.is_match(gap)
+    };
+    for (i, key) in keys.iter().enumerate() {
+        let Some(extractor) = key.extractor.as_ref().filter(|_| listed(key)) else { continue };
+        if cand.inputs.contains_key(&key.spec.key) {
+            continue;
+        }
+        // The run of joined values around the first one in the card's own clause; past that
+        // clause only for a card planned alone (the clause splitter may have cut "Beijing | and
+        // Shanghai"; beside another card, "北京天气 | 和上海的酒店" is that card's value).
+        let mut found = extractor.find_all(text, today);
+        if !alone {
+            found.retain(|f| own.contains(&f.start));
+        }
+        let Some(anchor) = found.iter().position(|f| own.contains(&f.start)) else { continue };
+        let (mut first, mut last) = (anchor, anchor);
+        while first > 0 && joined(&found[first - 1], &found[first]) {
+            first -= 1;
+        }
+        while last + 1 < found.len() && joined(&found[last], &found[last + 1]) {
+            last += 1;
+        }
+        let run = &found[first..=last];
+        let mut values: Vec<Value> = Vec::new();
+        for f in run {
+            if !values.contains(&f.value) {
+                values.push(f.value.clone());
+            }
+        }
+        if values.len() < 2 {
+            continue;
+        }
+        let competed = keys.iter().enumerate().any(|(j, other)| {
+            j != i
+                && other.extractor.as_ref().is_some_and(|x| {
+                    x.find_all(text, today).iter().any(|o| run.iter().any(|f| o.start < f.end && f.start < o.end))
+                })
+        });
+        if competed {
+            continue;
+        }
+        return values
+            .into_iter()
+            .take(MAX_FAN_OUT)
+            .map(|v| {
+                let mut c = cand.clone();
+                c.inputs.insert(key.spec.key.clone(), v);
+                c
+            })
+            .collect();
+    }
+    vec![cand]
+}
+
+/// Sub-tasks of one card fanned out over several values ([`fan_out`]) say which value each is
+/// for ("查询城市的天气预报（上海）"), so the plan's message does not repeat one description.
+fn name_fanned_out(tasks: &mut [SubTask], lang: Lang) {
+    let mut named: Vec<(usize, String)> = Vec::new();
+    for (i, t) in tasks.iter().enumerate() {
+        let siblings: Vec<&SubTask> = tasks.iter().filter(|o| o.assigned_agent == t.assigned_agent).collect();
+        if siblings.len() < 2 {
+            continue;
+        }
+        // The first key whose value tells the siblings apart.
+        let differs = |k: &String| siblings.iter().any(|o| o.inputs.get(k) != t.inputs.get(k));
+        let value = t.inputs.iter().find(|(k, _)| k.as_str() != "message" && differs(k)).map(|(_, v)| v);
+        if let Some(v) = value {
+            named.push((i, v.as_str().map_or_else(|| v.to_string(), str::to_string)));
+        }
+    }
+    for (i, v) in named {
+        let task = &mut tasks[i];
+        task.description = match lang {
+            Lang::Zh => format!("{}（{v}）", task.description),
+            Lang::En => format!("{} ({v})", task.description),
+        };
+    }
+}
+
 /// A remembered value for `key`: the session slot of its name, else of the first of its `from`
 /// names the session has.
 pub fn remembered<'a>(key: &KeyDef, session_slots: &'a Map<String, Value>) -> Option<&'a Value> {
@@ -362,6 +480,7 @@ pub fn build(
     for (task, cand) in draft.tasks.iter_mut().zip(&candidates) {
         task.description = cand.agent.task_description(lang);
     }
+    name_fanned_out(&mut draft.tasks, lang);
     link_producers(&candidates, &mut draft);
     let order = break_cycles(&mut draft);
     let (semantic_info, missing_keys) = mark_blocked(&candidates, &mut draft, &order);

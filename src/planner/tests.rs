@@ -380,4 +380,34 @@ fn each_card_takes_the_values_of_its_own_clause() {
     );
     // A clause with no city of its own: the one the text says elsewhere.
     assert_eq!(cities("明天去北京，帮我订酒店，再查查天气"), pair("hotel_agent", "北京", "weather_agent", "北京"));
+    // One card: its own clause first too.
+    assert_eq!(cities("我从上海出发，想订北京的酒店")[0].1, json!("北京"));
+}
+
+/// One card asked for several listed values of one key is planned once per value; an origin
+/// and a destination are one request, and a comma with other words starts another clause.
+#[test]
+fn one_card_asked_for_several_values_is_fanned_out() {
+    let reg = registry();
+    let planned = |query: &str| -> Vec<String> {
+        let Decision::Plan { plan, .. } = decide(&reg, query, &idle()).decision else { panic!("{query}: no plan") };
+        let key = |t: &SubTask| t.inputs.iter().find(|(k, _)| k.as_str() != "message").map(|(_, v)| v.to_string());
+        plan.sub_tasks.iter().map(|t| format!("{}:{}", t.assigned_agent, key(t).unwrap_or_default())).collect()
+    };
+    assert_eq!(planned("北京和上海明天的天气"), ["weather_agent:\"北京\"", "weather_agent:\"上海\""]);
+    // Each says which value it is for.
+    let Decision::Plan { plan, .. } = decide(&reg, "北京和上海明天的天气", &idle()).decision else { panic!() };
+    assert!(plan.sub_tasks[1].description.ends_with("（上海）"), "{:?}", plan.sub_tasks[1].description);
+    assert_eq!(
+        planned("What's the weather in Beijing and Shanghai?"),
+        ["weather_agent:\"Beijing\"", "weather_agent:\"Shanghai\""]
+    );
+    assert_eq!(planned("帮我查一下CA1234和MU5101"), ["flight_agent:\"CA1234\"", "flight_agent:\"MU5101\""]);
+    assert_eq!(
+        planned("帮我订北京的酒店，顺便查下上海和杭州的天气"),
+        ["hotel_agent:\"北京\"", "weather_agent:\"上海\"", "weather_agent:\"杭州\""]
+    );
+    assert_eq!(planned("北京天气怎么样，上海呢"), ["weather_agent:\"北京\""]);
+    // Not when another card is asked for in the same clause: one sub-task each.
+    assert_eq!(planned("查下北京天气和上海的酒店").len(), 2);
 }
