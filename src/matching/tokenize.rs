@@ -477,6 +477,16 @@ const EN_STOP: &[&str] = &[
     "dear",
     "kindly",
     "right",
+    // Words of no topic: "any spots left" is no "from the left"; "go together", "already done".
+    "left",
+    "together",
+    "already",
+    "really",
+    "actually",
+    "maybe",
+    "even",
+    "ever",
+    "else",
     "new",
     "old",
     "time",
@@ -822,6 +832,8 @@ mod tests {
         let concepts = terms("Can someone pick me up at Pudong Airport?", TokKind::Concept);
         assert!(concepts.contains(&"#pickup".to_string()) && concepts.contains(&"#airport".to_string()));
         assert!(terms("flight CA1234", TokKind::Word) == ["flight"]);
+        // "left" of "any spots left" is no topic word.
+        assert_eq!(terms("Any spots left in the yoga class?", TokKind::Word), ["spot", "yoga", "class"]);
         // A phrasal verb is also its closed compound, in either spelling.
         for q in ["Can I check out at 3pm?", "a late check-out", "late checkout"] {
             assert!(terms(q, TokKind::Word).contains(&"checkout".to_string()), "{q}");
