@@ -832,6 +832,9 @@ mod tests {
         let concepts = terms("Can someone pick me up at Pudong Airport?", TokKind::Concept);
         assert!(concepts.contains(&"#pickup".to_string()) && concepts.contains(&"#airport".to_string()));
         assert!(terms("flight CA1234", TokKind::Word) == ["flight"]);
+        // Pausing is one facet in either language.
+        assert!(terms("Can I pause my membership for a month?", TokKind::Concept).contains(&"#pause".to_string()));
+        assert!(terms("年卡能不能先停掉", TokKind::Concept).contains(&"#pause".to_string()));
         // "left" of "any spots left" is no topic word.
         assert_eq!(terms("Any spots left in the yoga class?", TokKind::Word), ["spot", "yoga", "class"]);
         // A phrasal verb is also its closed compound, in either spelling.
