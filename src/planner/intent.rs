@@ -133,11 +133,13 @@ fn mask_card_words(registry: &Registry, lower: &str, recognition: &Recognition, 
             });
             let terms: Vec<&str> = terms.flatten().map(|t| t.split('→').next().unwrap_or(t)).collect();
             terms.contains(&word)
-                && terms.iter().any(|t| !t.chars().any(|c| word.contains(c)) && (t.chars().count() >= 2 || t.is_ascii()))
+                && terms
+                    .iter()
+                    .any(|t| !t.chars().any(|c| word.contains(c)) && (t.chars().count() >= 2 || t.is_ascii()))
         })
     };
     for span in registry.lexicons.find_all(Lexicon::Human, lower) {
-        if masked.get(span.clone()).is_some_and(|w| shared(w)) {
+        if masked.get(span.clone()).is_some_and(&shared) {
             masked.replace_range(span.clone(), &" ".repeat(span.len()));
         }
     }

@@ -240,7 +240,8 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
         let pending_agents: Vec<&str> = pending.iter().map(|t| t.assigned_agent.as_str()).collect();
         let names_other_agent = hits.iter().any(|(_, id)| !pending_agents.contains(&id.as_str()));
         if names_other_agent {
-            let mut plan = fresh_plan(registry, &hits, input.query, &recognition.clause_spans, src, input.plan_id, lang);
+            let mut plan =
+                fresh_plan(registry, &hits, input.query, &recognition.clause_spans, src, input.plan_id, lang);
             plan.0.unhandled = recognition.unhandled.clone();
             plan.0.unresolved = recognition.unresolved.clone();
             let reason = format!("intent switch to {}", result.agents.join(", "));
@@ -276,7 +277,8 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
         }
     }
     if !hits.is_empty() {
-        let (mut plan, found) = fresh_plan(registry, &hits, input.query, &recognition.clause_spans, src, input.plan_id, lang);
+        let (mut plan, found) =
+            fresh_plan(registry, &hits, input.query, &recognition.clause_spans, src, input.plan_id, lang);
         plan.unhandled = recognition.unhandled.clone();
         plan.unresolved = recognition.unresolved.clone();
         let reason = format!("recognized: {}", result.agents.join(", "));
@@ -574,7 +576,14 @@ fn elliptical(
         .map(|agent| {
             let mut inputs = Map::new();
             inputs.insert("message".into(), Value::String(rewritten.clone()));
-            Candidate { task_id: None, agent: agent.clone(), inputs, depends_on: Vec::new(), remote: None, own_text: None }
+            Candidate {
+                task_id: None,
+                agent: agent.clone(),
+                inputs,
+                depends_on: Vec::new(),
+                remote: None,
+                own_text: None,
+            }
         })
         .collect();
     Some((rewritten, candidates))

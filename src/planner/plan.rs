@@ -347,13 +347,13 @@ pub const MAX_FAN_OUT: usize = 5;
 /// bare comma between them ("北京，上海，杭州的天气"; a comma with other words is a new clause:
 /// "我从上海出发，想订北京的酒店").
 static COORDINATED: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-    regex::Regex::new(r"(?i)和|与|跟|及|、|以及|还有|/|&|(?-u:\b)(?:and|or)(?-u:\b)|^\s*[,，]\s*$").expect("static regex")
+    regex::Regex::new(r"(?i)和|与|跟|及|、|以及|还有|/|&|(?-u:\b)(?:and|or)(?-u:\b)|^\s*[,，]\s*$")
+        .expect("static regex")
 });
 
 /// A card that compares what it is given wants the values together ("比较iPhone和华为").
-static COMPARES: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-    regex::Regex::new(r"(?i)对比|比较|compar|versus").expect("static regex")
-});
+static COMPARES: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"(?i)对比|比较|compar|versus").expect("static regex"));
 
 /// One card asked for several listed values of one key ("北京和上海明天的天气", "weather in Beijing
 /// and Shanghai", "查一下CA1234和MU5101"; `alone`: the only card of the plan, else only in its
@@ -539,9 +539,9 @@ fn fill_keys(candidates: &[Candidate], src: KeySources<'_>, plan_id: &str) -> (D
     for (i, cand) in candidates.iter().enumerate() {
         let mut inputs = cand.inputs.clone();
         let open = |k: &KeyDef| !inputs.contains_key(&k.spec.key) && !src.slots.contains_key(&k.spec.key);
-        let mut from_text = text_values(&cand.agent, &open, src.text, src.today);
+        let mut from_text = text_values(&cand.agent, open, src.text, src.today);
         if let Some(own) = cand.own_text.clone().and_then(|r| src.text.get(r)) {
-            let own_values = text_values(&cand.agent, &open, own, src.today);
+            let own_values = text_values(&cand.agent, open, own, src.today);
             for (value, own) in from_text.iter_mut().zip(own_values) {
                 if own.is_some() {
                     *value = own;

@@ -396,7 +396,9 @@ fn one_card_asked_for_several_values_is_fanned_out() {
     };
     assert_eq!(planned("北京和上海明天的天气"), ["weather_agent:\"北京\"", "weather_agent:\"上海\""]);
     // Each says which value it is for.
-    let Decision::Plan { plan, .. } = decide(&reg, "北京和上海明天的天气", &idle()).decision else { panic!() };
+    let Decision::Plan { plan, .. } = decide(&reg, "北京和上海明天的天气", &idle()).decision else {
+        panic!()
+    };
     assert!(plan.sub_tasks[1].description.ends_with("（上海）"), "{:?}", plan.sub_tasks[1].description);
     assert_eq!(
         planned("What's the weather in Beijing and Shanghai?"),
