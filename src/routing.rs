@@ -170,6 +170,7 @@ fn decision_line(decision: &Decision) -> String {
         Decision::Choose(q) => {
             format!("ask which capability was meant (nothing dispatched)\ndid you mean: {}", q.candidates.join(" / "))
         }
+        Decision::Direct(planner::SimpleIntent::OutOfScope) => "out of scope (nothing dispatched)".to_string(),
         Decision::Direct(s) => format!("answer directly ({})", name(serde_json::to_string(s))),
         Decision::Escalate(r) => format!("hand over to a human ({})", name(serde_json::to_string(r))),
         Decision::Cancel => "cancel (nothing pending, acknowledged)".to_string(),

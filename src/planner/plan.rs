@@ -541,9 +541,14 @@ fn fill_keys(candidates: &[Candidate], src: KeySources<'_>, plan_id: &str) -> (D
         let open = |k: &KeyDef| !inputs.contains_key(&k.spec.key) && !src.slots.contains_key(&k.spec.key);
         let mut from_text = text_values(&cand.agent, open, src.text, src.today);
         if let Some(own) = cand.own_text.clone().and_then(|r| src.text.get(r)) {
+            // The clause's value for a key, unless the whole text gave it to another key (keys
+            // of one kind share the values: "帮我订12月3日北京的酒店，12月1日入住" keeps check-in 1st,
+            // check-out 3rd rather than the 3rd twice).
             let own_values = text_values(&cand.agent, open, own, src.today);
-            for (value, own) in from_text.iter_mut().zip(own_values) {
-                if own.is_some() {
+            let whole = from_text.clone();
+            for (k, (value, own)) in from_text.iter_mut().zip(own_values).enumerate() {
+                let taken = |v: &Value| whole.iter().enumerate().any(|(j, w)| j != k && w.as_ref() == Some(v));
+                if own.as_ref().is_some_and(|v| !taken(v)) {
                     *value = own;
                 }
             }
