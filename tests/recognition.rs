@@ -499,7 +499,8 @@ fn recognition_report_twentyninth_config_written_blind() {
 #[test]
 fn recognition_report_thirtieth_config_written_blind() {
     // First run, before any reading of its misses: 42/60, paraphrases 20/32, out of scope 4/8.
-    assert_floors(&evaluate("thirtieth_queries.yaml"), 68.0, 59.0, 37.0);
+    // 27 Nov, after its misses were read (tuned-on): 46/60, 22/32, 5/8.
+    assert_floors(&evaluate("thirtieth_queries.yaml"), 75.0, 65.0, 50.0);
 }
 
 /// The thirty-first set (a car-rental company and a video streaming service), written like the
@@ -507,7 +508,8 @@ fn recognition_report_thirtieth_config_written_blind() {
 #[test]
 fn recognition_report_thirtyfirst_config_written_blind() {
     // First run, before any reading of its misses: 44/60, paraphrases 22/32, out of scope 7/8.
-    assert_floors(&evaluate("thirtyfirst_queries.yaml"), 71.0, 65.0, 75.0);
+    // 27 Nov, after its misses were read (tuned-on): 45/60, 22/32, 7/8.
+    assert_floors(&evaluate("thirtyfirst_queries.yaml"), 73.0, 65.0, 75.0);
 }
 
 /// A lone topical candidate under the selection threshold is planned when no other card comes
