@@ -546,8 +546,9 @@ fn lone_topical_candidates_and_near_ties_per_clause() {
     assert!(routed(&third.load(), "How do I apply for a mortgage?").0.is_empty());
 }
 
-/// Each side of "A, and also B" is a request of its own: a card standing alone in its clause
-/// there is planned beside the confident one; without such a connective it is not.
+/// Each side of "A, and also B" is a request of its own, as is a clause worded as a request
+/// ("can someone …", "please …", "帮我 / 麻烦 …"): a card standing alone in such a clause is
+/// planned beside the confident one; otherwise it is not.
 #[test]
 fn a_request_joined_by_a_connective_is_planned_when_it_stands_alone() {
     let open = |dir: &str| RegistryHandle::open(&repo().join("tests/fixtures/eval").join(dir)).unwrap();
@@ -559,6 +560,10 @@ fn a_request_joined_by_a_connective_is_planned_when_it_stands_alone() {
     // A flight mentioned as context, with no connective adding it, is no second request.
     let demo = RegistryHandle::open(&repo().join("agents_config.yaml")).unwrap();
     assert_eq!(routed(&demo.load(), "I land at Pudong at 3pm, can a driver pick me up?").0, ["pickup_agent"]);
+    // A clause worded as a request of its own ("can someone …", "麻烦 …") is one too: the pickup
+    // is planned beside the flight its other clause names.
+    let (planned, _) = routed(&demo.load(), "I land at PVG at 3pm tomorrow on MU5101, can someone pick me up?");
+    assert_eq!(sorted(&planned), ["flight_agent", "pickup_agent"]);
 }
 
 /// The same query scores the same every time (hash maps are seeded per instance: scores must

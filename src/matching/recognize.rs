@@ -2548,7 +2548,8 @@ fn round2(x: f32) -> f32 {
 
 /// Clause boundaries in normalized byte offsets.
 /// The clauses of a normalized text: (start, end, whether a connective that adds a request
-/// — 然后 / 顺便 / 另外 / 还有 / and / also / plus …, not 但是 / but — comes before or after it).
+/// — 然后 / 顺便 / 另外 / 还有 / and / also / plus …, not 但是 / but — comes before or after it,
+/// or the clause is worded as a request: "can someone …", "please …", 帮我 / 麻烦 …).
 fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
     static SPLIT: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
         Regex::new(concat!(
@@ -2584,6 +2585,17 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
     }
     if start < text.len() && text[start..].chars().any(char::is_alphanumeric) {
         out.push((start, text.len(), adds));
+    }
+    // A clause worded as a request of its own is one too ("I land at 3pm on MU5101, can someone
+    // pick me up?").
+    static ASKS: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+        Regex::new(r"^\s*(?:(?:can|could|would) (?:you|someone|somebody|anyone)\b|please\b|帮我|麻烦|能不能帮|能帮我|可以帮我)")
+            .expect("static regex")
+    });
+    for clause in &mut out {
+        if ASKS.is_match(&text[clause.0..clause.1]) {
+            clause.2 = true;
+        }
     }
     // Connectives starting a clause keep the verb that follows ("再帮我订" -> "帮我订").
     out
