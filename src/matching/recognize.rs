@@ -2589,7 +2589,8 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
     // A clause worded as a request of its own is one too ("I land at 3pm on MU5101, can someone
     // pick me up?").
     static ASKS: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
-        Regex::new(r"^\s*(?:(?:can|could|would) (?:you|someone|somebody|anyone)\b|please\b|帮我|麻烦|能不能帮|能帮我|可以帮我)")
+        // ASCII word boundaries: with Unicode ones the lazy DFA gives up on Chinese text.
+        Regex::new(r"^\s*(?:(?:can|could|would) (?:you|someone|somebody|anyone)(?-u:\b)|please(?-u:\b)|帮我|麻烦|能不能帮|能帮我|可以帮我)")
             .expect("static regex")
     });
     for clause in &mut out {
