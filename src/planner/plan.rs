@@ -539,20 +539,26 @@ fn fill_keys(candidates: &[Candidate], src: KeySources<'_>, plan_id: &str) -> (D
     for (i, cand) in candidates.iter().enumerate() {
         let mut inputs = cand.inputs.clone();
         let open = |k: &KeyDef| !inputs.contains_key(&k.spec.key) && !src.slots.contains_key(&k.spec.key);
-        let mut from_text = text_values(&cand.agent, open, src.text, src.today);
-        if let Some(own) = cand.own_text.clone().and_then(|r| src.text.get(r)) {
-            // The clause's value for a key, unless the whole text gave it to another key (keys
-            // of one kind share the values: "帮我订12月3日北京的酒店，12月1日入住" keeps check-in 1st,
-            // check-out 3rd rather than the 3rd twice).
-            let own_values = text_values(&cand.agent, open, own, src.today);
-            let whole = from_text.clone();
-            for (k, (value, own)) in from_text.iter_mut().zip(own_values).enumerate() {
-                let taken = |v: &Value| whole.iter().enumerate().any(|(j, w)| j != k && w.as_ref() == Some(v));
-                if own.as_ref().is_some_and(|v| !taken(v)) {
-                    *value = own;
+        let own_text = cand.own_text.clone().and_then(|r| src.text.get(r));
+        let from_text = match own_text.map(|own| text_values(&cand.agent, open, own, src.today)) {
+            // The clause gave every open key a value: the rest of the text has nothing to add.
+            Some(own) if own.iter().zip(&cand.agent.keys).all(|(v, k)| v.is_some() || !open(k)) => own,
+            Some(own) => {
+                // The clause's value for a key, unless the whole text gave it to another key
+                // (keys of one kind share the values: "订12月3日走的民宿，12月1日入住" keeps
+                // check-in 1st, check-out 3rd rather than the 3rd twice).
+                let whole = text_values(&cand.agent, open, src.text, src.today);
+                let mut merged = whole.clone();
+                for (k, (value, own)) in merged.iter_mut().zip(own).enumerate() {
+                    let taken = |v: &Value| whole.iter().enumerate().any(|(j, w)| j != k && w.as_ref() == Some(v));
+                    if own.as_ref().is_some_and(|v| !taken(v)) {
+                        *value = own;
+                    }
                 }
+                merged
             }
-        }
+            None => text_values(&cand.agent, open, src.text, src.today),
+        };
         for ((k, key), said) in cand.agent.keys.iter().enumerate().zip(from_text) {
             let name = &key.spec.key;
             if inputs.contains_key(name) {
