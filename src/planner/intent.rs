@@ -95,8 +95,7 @@ pub fn simple_intent_beside(registry: &Registry, lower: &str, recognition: &Reco
         // A bare "not" is left out: "Can I not speak to a human?" asks for one.
         let negations = negations(lower).into_iter().filter(|n| &lower[n.cue.clone()] != "not");
         for span in negations.map(|n| governed(lower, &n)) {
-            // Blanked to the same byte length, so later spans stay in place.
-            masked.replace_range(span.clone(), &" ".repeat(span.len()));
+            blank(&mut masked, span);
         }
     }
     for c in &recognition.candidates {
@@ -131,7 +130,7 @@ fn mask_card_words(registry: &Registry, lower: &str, recognition: &Recognition, 
                 crate::matching::Evidence::Terms { terms, .. } => Some(terms),
                 _ => None,
             });
-            let terms: Vec<&str> = terms.flatten().map(|t| t.split('→').next().unwrap_or(t)).collect();
+            let terms: Vec<&str> = terms.flatten().map(|t| term_word(t)).collect();
             terms.contains(&word)
                 && terms
                     .iter()
@@ -140,9 +139,20 @@ fn mask_card_words(registry: &Registry, lower: &str, recognition: &Recognition, 
     };
     for span in registry.lexicons.find_all(Lexicon::Human, lower) {
         if masked.get(span.clone()).is_some_and(&shared) {
-            masked.replace_range(span.clone(), &" ".repeat(span.len()));
+            blank(masked, span);
         }
     }
+}
+
+/// Blanks `span` of `text` to spaces of the same byte length, so the spans after it stay in place.
+fn blank(text: &mut String, span: std::ops::Range<usize>) {
+    let spaces = " ".repeat(span.len());
+    text.replace_range(span, &spaces);
+}
+
+/// The query's word of a `Terms` evidence entry (`word` or `word→#concept`).
+fn term_word(term: &str) -> &str {
+    term.split('→').next().unwrap_or(term)
 }
 
 /// The words a negation governs for the simple intents: from its cue to the end of its scope,
@@ -180,9 +190,7 @@ pub fn thanks_addressed(lower: &str, recognition: &Recognition) -> bool {
     };
     let word = word.as_str();
     let only_the_word = |e: &crate::matching::Evidence| match e {
-        crate::matching::Evidence::Terms { terms, .. } => {
-            terms.iter().all(|t| word.contains(t.split('→').next().unwrap_or(t.as_str())))
-        }
+        crate::matching::Evidence::Terms { terms, .. } => terms.iter().all(|t| word.contains(term_word(t))),
         // An example met on that word alone ("Book a doctor's appointment" for "Thanks, doctor").
         crate::matching::Evidence::SimilarExample { .. } => true,
         _ => false,

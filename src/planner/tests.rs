@@ -37,6 +37,13 @@ fn kind(d: &Decision) -> String {
     }
 }
 
+/// Asserts the decision ([`kind`]) of each query as the first turn of a thread.
+fn assert_first_turns(reg: &Registry, cases: &[(&str, &str)]) {
+    for (query, expected) in cases {
+        assert_eq!(kind(&decide(reg, query, &idle()).decision), *expected, "{query}");
+    }
+}
+
 struct Ctx {
     slots: Map<String, Value>,
     session_slots: Map<String, Value>,
@@ -89,9 +96,7 @@ fn turns_without_pending_work() {
         ("取消", "cancel"),
         ("量子力学是什么", "direct:OutOfScope"),
     ];
-    for (query, expected) in cases {
-        assert_eq!(kind(&decide(&reg, query, &idle()).decision), expected, "{query}");
-    }
+    assert_first_turns(&reg, &cases);
 }
 
 /// A simple-intent word inside a card's keyword names the card's job: "投诉" is a request for a
@@ -108,9 +113,7 @@ fn a_card_keyword_outranks_a_simple_intent_word_inside_it() {
         ("is there any help for disabled guests?", "direct:OutOfScope"),
         ("what can you help me with?", "direct:Capabilities"),
     ];
-    for (query, expected) in cases {
-        assert_eq!(kind(&decide(&reg, query, &idle()).decision), expected, "{query}");
-    }
+    assert_first_turns(&reg, &cases);
 }
 
 /// A word of the human list that a selected card's text shares with the query beside another
@@ -125,9 +128,7 @@ fn a_human_word_a_selected_card_shares_with_more_is_that_card() {
         ("我要投诉", "escalate:UserRequested"),
         ("我要投诉昨天来的那个师傅，给我转人工", "escalate:UserRequested"),
     ];
-    for (query, expected) in cases {
-        assert_eq!(kind(&decide(&reg, query, &idle()).decision), expected, "{query}");
-    }
+    assert_first_turns(&reg, &cases);
 }
 
 #[test]
