@@ -512,6 +512,21 @@ fn recognition_report_thirtyfirst_config_written_blind() {
     assert_floors(&evaluate("thirtyfirst_queries.yaml"), 73.0, 65.0, 75.0);
 }
 
+/// The thirty-second set (a driving school's student service desk), written blind by a helper
+/// at the start of 27 Nov's second session.
+#[test]
+fn recognition_report_thirtysecond_config_written_blind() {
+    // First run, before any reading of its misses: 34/60, paraphrases 16/32, out of scope 4/8.
+    assert_floors(&evaluate("thirtysecond_queries.yaml"), 55.0, 46.0, 37.0);
+}
+
+/// The thirty-third set (a ski resort's guest services), written like the thirty-second.
+#[test]
+fn recognition_report_thirtythird_config_written_blind() {
+    // First run, before any reading of its misses: 39/60, paraphrases 19/32, out of scope 6/8.
+    assert_floors(&evaluate("thirtythird_queries.yaml"), 63.0, 56.0, 62.0);
+}
+
 /// A lone topical candidate under the selection threshold is planned when no other card comes
 /// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
 /// query asks like one in a single clause.
