@@ -26,7 +26,7 @@ pub mod tokenize;
 
 pub use assign::{assign, KeyRule};
 pub use extract::Extractor;
-pub use recognize::{CardScore, Evidence, Recognition, Recognizer, Selected};
+pub use recognize::{CardScore, Evidence, OwnSpan, Recognition, Recognizer, Selected};
 pub use terms::{find_term, find_term_all, normalize, LexiconMatcher, Term, TermMatcher};
 
 /// Serializes a confidence (0..1, an `f32`) as a number with two decimals: `0.3`, never the

@@ -218,6 +218,11 @@ pub struct Selected {
     /// Its confidence.
     #[serde(serialize_with = "super::serialize_confidence")]
     pub confidence: f32,
+    /// Byte offset of its strongest evidence in the query (a keyword before a shared word or a
+    /// value), when the lexical stage selected it: where its part of a clause shared with another
+    /// card lies ([`Recognition::own_spans`]).
+    #[serde(skip)]
+    pub anchor: Option<usize>,
 }
 
 /// The outcome of recognizing one query.
@@ -253,6 +258,28 @@ pub struct Recognition {
     pub clause_spans: Vec<std::ops::Range<usize>>,
 }
 
+/// The part of the query that asked for a selected card ([`Recognition::own_spans`]): byte
+/// ranges of the query, `None` for the whole text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OwnSpan {
+    /// Its clause, when the query has several.
+    pub clause: Option<std::ops::Range<usize>>,
+    /// Its own stretch: the clause, or the part of it between joining words when other cards
+    /// share the clause.
+    pub own: Option<std::ops::Range<usize>>,
+}
+
+/// Words joining two requests inside one clause, where [`Recognition::own_spans`] cuts it.
+const JOINERS: [&str; 9] = ["和", "与", "以及", "还有", "、", " and ", " & ", " plus ", " as well as "];
+
+/// Byte offset of the start of the last joining word strictly between two anchors (after the
+/// first anchor's character).
+fn last_joiner(query: &str, from: usize, to: usize) -> Option<usize> {
+    let from = from + query.get(from..)?.chars().next()?.len_utf8();
+    let lower = query.get(from..to)?.to_ascii_lowercase();
+    JOINERS.iter().filter_map(|j| lower.rfind(j).map(|i| from + i)).max()
+}
+
 /// A part of the request that some cards may mean, none clearly ([`Recognition::unresolved`]).
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Unresolved {
@@ -273,6 +300,42 @@ impl Recognition {
     /// `(offset, id)` of the selected cards, in order of mention.
     pub fn hits(&self) -> Vec<(usize, String)> {
         self.selected.iter().map(|s| (s.offset, s.id.clone())).collect()
+    }
+
+    /// Per selected card (in [`Self::selected`] order), the part of the query that asked for it.
+    /// Its clause (`None` for a one-clause query: the whole text); when cards share a clause, the
+    /// clause is cut at the last joining word (和 / 与 / 以及 / 还有 / 、 / and / & / plus / as
+    /// well as) between consecutive cards' anchors, so each reads its own values first
+    /// ("查下北京天气和上海的酒店": weather "查下北京天气", hotel "和上海的酒店"). Cards with no
+    /// joining word between them keep the stretch they share.
+    pub fn own_spans(&self, query: &str) -> Vec<OwnSpan> {
+        let whole = 0..query.len();
+        let at = |s: &Selected| s.anchor.unwrap_or(s.offset);
+        let clause_of = |s: &Selected| self.clause_spans.iter().position(|c| c.contains(&at(s)));
+        self.selected
+            .iter()
+            .map(|s| {
+                let clause = clause_of(s).map(|i| self.clause_spans[i].clone());
+                let mut own = clause.clone().unwrap_or_else(|| whole.clone());
+                let mut mates: Vec<usize> =
+                    self.selected.iter().filter(|o| clause_of(o) == clause_of(s)).filter_map(|o| o.anchor).collect();
+                mates.sort_unstable();
+                mates.dedup();
+                if let (true, Some(mine)) = (mates.len() > 1, s.anchor) {
+                    for pair in mates.windows(2) {
+                        let Some(cut) = last_joiner(query, pair[0], pair[1]) else { continue };
+                        if pair[1] <= mine {
+                            own.start = own.start.max(cut);
+                        } else if pair[0] >= mine {
+                            own.end = own.end.min(cut);
+                        }
+                    }
+                }
+                let clause = clause.filter(|_| self.clause_spans.len() > 1);
+                let own = if own == whole { None } else { Some(own) };
+                OwnSpan { clause, own }
+            })
+            .collect()
     }
 
     /// The `n` best candidates.
@@ -800,7 +863,7 @@ impl Recognizer {
         let id = id.clone();
         let conf = recognition.score(&id).map_or(0.0, |c| c.confidence).max(round2(confidence(first.cosine)));
         recognition.uncertain.retain(|c| c.id != id);
-        recognition.selected.push(Selected { id, offset: 0, confidence: conf });
+        recognition.selected.push(Selected { id, offset: 0, confidence: conf, anchor: None });
         recognition.by_meaning = true;
         self.note_semantic(first, recognition);
     }
@@ -849,7 +912,7 @@ impl Recognizer {
         }
         let (id, conf) = (lexical.id.clone(), lexical.confidence.max(round2(confidence(first.cosine))));
         recognition.uncertain.retain(|c| c.id != id);
-        recognition.selected.push(Selected { id, offset: 0, confidence: conf });
+        recognition.selected.push(Selected { id, offset: 0, confidence: conf, anchor: None });
         recognition.by_meaning = true;
         self.note_semantic(first, recognition);
         true
@@ -925,7 +988,7 @@ impl Recognizer {
             return;
         }
         let conf = round2(confidence(best.cosine));
-        recognition.selected.push(Selected { id: id.clone(), offset, confidence: conf });
+        recognition.selected.push(Selected { id: id.clone(), offset, confidence: conf, anchor: None });
         recognition.selected.sort_by(|a, b| a.offset.cmp(&b.offset).then_with(|| a.id.cmp(&b.id)));
         // The clause is covered now: its words are no longer reported as covered by no card.
         recognition.unhandled.retain(|u| !clause.contains(u.as_str()));
@@ -1055,7 +1118,7 @@ impl Recognizer {
             (Verdict::Select(best), None) => {
                 let id = self.cards[best.card as usize].id.clone();
                 recognition.uncertain.retain(|c| c.id != id);
-                recognition.selected.push(Selected { id, offset: 0, confidence: round2(confidence(best.cosine)) });
+                recognition.selected.push(Selected { id, offset: 0, confidence: round2(confidence(best.cosine)), anchor: None });
                 vec![best]
             }
             (Verdict::Offer(offered), _) => {
@@ -1140,7 +1203,7 @@ impl Recognizer {
             }
             let score = CardScore { id: id.clone(), confidence, evidence, raw: agg.raw };
             match agg.selected {
-                Some(offset) => selected.push(Selected { id, offset, confidence }),
+                Some(offset) => selected.push(Selected { id, offset, confidence, anchor: agg.anchor }),
                 None if agg.negated.is_none() && agg.confidence >= UNCERTAIN => uncertain.push(score.clone()),
                 None => {}
             }
@@ -1158,7 +1221,7 @@ impl Recognizer {
         if selected.is_empty() {
             if let Some(winner) = clear_winner(&candidates, &topical, &negated, &spans_of) {
                 uncertain.retain(|c| c.id != winner.id);
-                selected.push(Selected { id: winner.id.clone(), offset: 0, confidence: winner.confidence });
+                selected.push(Selected { id: winner.id.clone(), offset: 0, confidence: winner.confidence, anchor: None });
             }
         }
         if ambiguous(&selected, &candidates, &keyword_found, &negated, &clause_of) {
@@ -1498,6 +1561,11 @@ impl Recognizer {
         evidence.extend(terms_evidence(&a.term_list));
         evidence.extend(a.evidence_entity.iter().cloned());
         let first = a.spans.iter().map(|s| s.0).min().unwrap_or(at.clause.start);
+        let anchor = a
+            .spans
+            .iter()
+            .max_by(|x, y| x.2.partial_cmp(&y.2).unwrap_or(std::cmp::Ordering::Equal).then(y.0.cmp(&x.0)))
+            .map_or(first, |s| s.0);
         let spans = a.spans.iter().map(|&(s, e, w)| (s, e, w)).collect();
         // A lone pick needs the clause to be more about the card's topics than about topics no
         // card covers: "apply for a mortgage" is about loans, which no card of a card-loss
@@ -1510,6 +1578,7 @@ impl Recognizer {
             negated,
             evidence,
             offset: first,
+            anchor,
             selected: false,
             top: false,
             spans,
@@ -2199,6 +2268,8 @@ struct ClauseScore {
     negated: Option<String>,
     evidence: Vec<Evidence>,
     offset: usize,
+    /// Where its strongest evidence starts ([`Selected::anchor`]).
+    anchor: usize,
     selected: bool,
     /// The best card of its clause (highest raw score, not negated).
     top: bool,
@@ -2457,6 +2528,8 @@ struct CardAgg {
     spans: Vec<(usize, usize)>,
     /// Selected in a clause where it was the best card (not only alongside a better one).
     selected_top: bool,
+    /// Its anchor in that clause.
+    anchor: Option<usize>,
     /// Its best raw score in the clauses that negated it, and in the others.
     negated_raw: f32,
     free_raw: f32,
@@ -2483,6 +2556,7 @@ fn merge(per_card: &mut HashMap<u32, CardAgg>, scored: Vec<ClauseScore>, clause:
                 agg.clause = clause;
                 agg.topical = c.topical;
                 agg.spans = c.spans.iter().map(|&(s, e, _)| (s, e)).collect();
+                agg.anchor = Some(c.anchor);
             }
         } else if let Some(cue) = c.negated {
             if agg.selected.is_some() {

@@ -27,6 +27,7 @@ pub use plan::{
     TaskType,
 };
 
+use crate::matching::OwnSpan;
 use crate::registry::Registry;
 
 /// Everything the planner needs about one turn.
@@ -241,7 +242,7 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
         let names_other_agent = hits.iter().any(|(_, id)| !pending_agents.contains(&id.as_str()));
         if names_other_agent {
             let mut plan =
-                fresh_plan(registry, &hits, input.query, &recognition.clause_spans, src, input.plan_id, lang);
+                fresh_plan(registry, &hits, input.query, &recognition.own_spans(input.query), src, input.plan_id, lang);
             plan.0.unhandled = recognition.unhandled.clone();
             plan.0.unresolved = recognition.unresolved.clone();
             let reason = format!("intent switch to {}", result.agents.join(", "));
@@ -278,7 +279,7 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
     }
     if !hits.is_empty() {
         let (mut plan, found) =
-            fresh_plan(registry, &hits, input.query, &recognition.clause_spans, src, input.plan_id, lang);
+            fresh_plan(registry, &hits, input.query, &recognition.own_spans(input.query), src, input.plan_id, lang);
         plan.unhandled = recognition.unhandled.clone();
         plan.unresolved = recognition.unresolved.clone();
         let reason = format!("recognized: {}", result.agents.join(", "));
@@ -504,32 +505,32 @@ fn answer_confirmation(
 }
 
 /// Plans the given agents (`(offset of the first mention in src.text, id)`) as a fresh request
-/// of `query`. With `clauses` (byte ranges of `src.text`, from the recognizer), each agent's
-/// values come first from the clause holding its mention ("我从上海出发，想订北京的酒店": 北京), then
-/// from the rest of the text; one card asked for several listed values is fanned out
-/// ([`plan::fan_out`]).
+/// of `query`. With `spans` (per agent, from [`crate::matching::Recognition::own_spans`]), each
+/// agent's values come first from its own part of the text ("我从上海出发，想订北京的酒店": 北京;
+/// "查下北京天气和上海的酒店": 上海 for the hotel), then from the rest of the text; one card asked
+/// for several listed values is fanned out ([`plan::fan_out`]).
 pub fn fresh_plan(
     registry: &Registry,
     hits: &[(usize, String)],
     query: &str,
-    clauses: &[std::ops::Range<usize>],
+    spans: &[OwnSpan],
     src: KeySources<'_>,
     plan_id: &str,
     lang: Lang,
 ) -> (TaskPlan, Map<String, Value>) {
+    let none = OwnSpan::default();
     let candidates: Vec<Candidate> = hits
         .iter()
-        .filter_map(|(offset, id)| registry.get_enabled(id).map(|agent| (offset, agent)))
-        .map(|(offset, agent)| {
+        .zip(spans.iter().chain(std::iter::repeat(&none)))
+        .filter_map(|((_, id), span)| registry.get_enabled(id).map(|agent| (span, agent)))
+        .flat_map(|(span, agent)| {
             let mut inputs = Map::new();
             inputs.insert("message".into(), Value::String(query.to_string()));
-            let own_text = if clauses.len() > 1 { clauses.iter().find(|c| c.contains(offset)).cloned() } else { None };
-            Candidate { task_id: None, agent: agent.clone(), inputs, depends_on: Vec::new(), remote: None, own_text }
-        })
-        .flat_map(|c| {
+            let own_text = span.own.clone();
+            let c = Candidate { task_id: None, agent: agent.clone(), inputs, depends_on: Vec::new(), remote: None, own_text };
             // Not when another card is asked for in the same clause ("查下北京天气和上海的酒店").
-            let own = c.own_text.clone().unwrap_or(0..src.text.len());
-            if hits.iter().filter(|(offset, _)| own.contains(offset)).count() > 1 {
+            let clause = span.clause.clone().unwrap_or(0..src.text.len());
+            if hits.iter().filter(|(offset, _)| clause.contains(offset)).count() > 1 {
                 return vec![c];
             }
             plan::fan_out(c, src.text, hits.len() == 1, src.today)

@@ -385,6 +385,16 @@ fn each_card_takes_the_values_of_its_own_clause() {
     assert_eq!(cities("明天去北京，帮我订酒店，再查查天气"), pair("hotel_agent", "北京", "weather_agent", "北京"));
     // One card: its own clause first too.
     assert_eq!(cities("我从上海出发，想订北京的酒店")[0].1, json!("北京"));
+    // Two cards in one clause: each its own side of the joining word.
+    let weather_then_hotel = |x: &str, y: &str| pair("weather_agent", x, "hotel_agent", y);
+    let mut got = cities("查下北京天气和上海的酒店");
+    got.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(got, pair("hotel_agent", "上海", "weather_agent", "北京"));
+    assert_eq!(cities("check the weather in Beijing and a hotel in Shanghai"), weather_then_hotel("Beijing", "Shanghai"));
+    // ... and the one said for both when its side names none.
+    let mut got = cities("北京的天气和酒店");
+    got.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(got, pair("hotel_agent", "北京", "weather_agent", "北京"));
 }
 
 /// One card asked for several listed values of one key is planned once per value; an origin
