@@ -1118,7 +1118,12 @@ impl Recognizer {
             (Verdict::Select(best), None) => {
                 let id = self.cards[best.card as usize].id.clone();
                 recognition.uncertain.retain(|c| c.id != id);
-                recognition.selected.push(Selected { id, offset: 0, confidence: round2(confidence(best.cosine)), anchor: None });
+                recognition.selected.push(Selected {
+                    id,
+                    offset: 0,
+                    confidence: round2(confidence(best.cosine)),
+                    anchor: None,
+                });
                 vec![best]
             }
             (Verdict::Offer(offered), _) => {
@@ -1221,7 +1226,12 @@ impl Recognizer {
         if selected.is_empty() {
             if let Some(winner) = clear_winner(&candidates, &topical, &negated, &spans_of) {
                 uncertain.retain(|c| c.id != winner.id);
-                selected.push(Selected { id: winner.id.clone(), offset: 0, confidence: winner.confidence, anchor: None });
+                selected.push(Selected {
+                    id: winner.id.clone(),
+                    offset: 0,
+                    confidence: winner.confidence,
+                    anchor: None,
+                });
             }
         }
         if ambiguous(&selected, &candidates, &keyword_found, &negated, &clause_of) {
@@ -1427,6 +1437,7 @@ impl Recognizer {
                 if !a.entity_keys.contains(key) {
                     a.entity += w;
                     a.pattern_entity |= src.weight >= W_PATTERN;
+                    a.own_entity |= src.weight >= W_PATTERN || owners.len() == 1;
                     a.entity_keys.push(key.clone());
                     a.evidence_entity.push(Evidence::Entity { key: key.clone(), value: value.clone() });
                     a.spans.push((clause.start + s, clause.start + e, w));
@@ -1583,6 +1594,9 @@ impl Recognizer {
             top: false,
             spans,
             topical,
+            // A value many cards take (a city) beside a topic no card covers ("train tickets
+            // Beijing to Shanghai") names none of them.
+            names_value: !a.evidence_entity.is_empty() && (a.own_entity || unknown_topics == 0),
         }
     }
 }
@@ -2248,6 +2262,9 @@ struct Acc {
     /// An entity found by a `pattern` rule (a flight number): distinctive on its own, unlike a
     /// value of a list (a city), which says with what, not what to do.
     pattern_entity: bool,
+    /// An entity found by a pattern rule or by a value list only this card uses (a service hall),
+    /// not a value many cards take (a city).
+    own_entity: bool,
     /// Some of its shared terms say *what* the clause is about (not only an action such as
     /// 订 / book / status, nor a lone character).
     specific: bool,
@@ -2278,6 +2295,9 @@ struct ClauseScore {
     /// The card shares a topical (not generic) concept with the clause through its name,
     /// keywords or examples, and more of them than the clause has topics no card covers.
     topical: bool,
+    /// It names a value of the card's ([`Acc::own_entity`], or any value in a clause with no
+    /// topic that no card covers).
+    names_value: bool,
 }
 
 /// Selection in one clause: cards found by keyword; then, best first, cards confident and close
@@ -2482,8 +2502,8 @@ fn lone_in_clause(scored: &[ClauseScore]) -> Option<usize> {
     let best_spans: Vec<(usize, usize)> = best.spans.iter().map(|&(s, e, _)| (s, e)).collect();
     let within_best = |c: &ClauseScore| lies_within(c.spans.iter().map(|&(s, e, _)| (s, e)), &best_spans);
     let runner_up = live.find(|(_, c)| !within_best(c)).map_or(0.0, |(_, c)| confidence(c.raw));
-    // Topical, or naming a value of the card's own ("约一下这周五去市民中心大厅": a service hall).
-    let own = best.topical || best.evidence.iter().any(|e| matches!(e, Evidence::Entity { .. }));
+    // Topical, or naming a value of the card's ("约一下这周五去市民中心大厅": a service hall).
+    let own = best.topical || best.names_value;
     (own && best_conf >= LONE && runner_up <= best_conf * LONE_MARGIN).then_some(i)
 }
 

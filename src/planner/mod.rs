@@ -527,7 +527,14 @@ pub fn fresh_plan(
             let mut inputs = Map::new();
             inputs.insert("message".into(), Value::String(query.to_string()));
             let own_text = span.own.clone();
-            let c = Candidate { task_id: None, agent: agent.clone(), inputs, depends_on: Vec::new(), remote: None, own_text };
+            let c = Candidate {
+                task_id: None,
+                agent: agent.clone(),
+                inputs,
+                depends_on: Vec::new(),
+                remote: None,
+                own_text,
+            };
             // Not when another card is asked for in the same clause ("查下北京天气和上海的酒店").
             let clause = span.clause.clone().unwrap_or(0..src.text.len());
             if hits.iter().filter(|(offset, _)| clause.contains(offset)).count() > 1 {

@@ -362,7 +362,8 @@ static COMPARES: std::sync::LazyLock<regex::Regex> =
 /// other key of the card also finds there (an origin and a destination compete for two cities:
 /// "从北京到上海" is one trip), whose property is no array, of a card that does not compare
 /// (its name and description say nothing of 对比 / 比较 / compare), and when the values follow
-/// each other joined by 和 / 、 / and / … with at most a few words between ("北京天气和上海天气").
+/// each other joined by 和 / 、 / and / … with at most a few words between ("北京天气和上海天气"),
+/// none of them one end of a route with a value outside the list ("北京到上海").
 /// Otherwise the candidate as it is.
 pub fn fan_out(cand: Candidate, text: &str, alone: bool, today: NaiveDate) -> Vec<Candidate> {
     use crate::matching::extract::Kind;
@@ -400,6 +401,16 @@ pub fn fan_out(cand: Candidate, text: &str, alone: bool, today: NaiveDate) -> Ve
         }
         while last + 1 < found.len() && joined(&found[last], &found[last + 1]) {
             last += 1;
+        }
+        // A value bound to a neighbour outside the run ("北京到上海", "Beijing to Shanghai") is
+        // one end of a route, not an item of the list: "订上海的酒店和北京到上海的机票".
+        let bound = |a: &crate::matching::extract::Found, b: &crate::matching::extract::Found| {
+            text.get(a.end..b.start).is_some_and(|gap| gap.trim().chars().count() <= 3)
+        };
+        if (first > 0 && bound(&found[first - 1], &found[first]))
+            || (last + 1 < found.len() && bound(&found[last], &found[last + 1]))
+        {
+            continue;
         }
         let run = &found[first..=last];
         let mut values: Vec<Value> = Vec::new();

@@ -390,7 +390,10 @@ fn each_card_takes_the_values_of_its_own_clause() {
     let mut got = cities("查下北京天气和上海的酒店");
     got.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(got, pair("hotel_agent", "上海", "weather_agent", "北京"));
-    assert_eq!(cities("check the weather in Beijing and a hotel in Shanghai"), weather_then_hotel("Beijing", "Shanghai"));
+    assert_eq!(
+        cities("check the weather in Beijing and a hotel in Shanghai"),
+        weather_then_hotel("Beijing", "Shanghai")
+    );
     // ... and the one said for both when its side names none.
     let mut got = cities("北京的天气和酒店");
     got.sort_by(|a, b| a.0.cmp(&b.0));
@@ -425,4 +428,7 @@ fn one_card_asked_for_several_values_is_fanned_out() {
     assert_eq!(planned("北京天气怎么样，上海呢"), ["weather_agent:\"北京\""]);
     // Not when another card is asked for in the same clause: one sub-task each.
     assert_eq!(planned("查下北京天气和上海的酒店").len(), 2);
+    // Nor when a value is one end of a route: the second city is no item of a list of hotels.
+    assert_eq!(planned("订上海的酒店和北京到上海的机票"), ["hotel_agent:\"上海\""]);
+    assert_eq!(planned("Book a hotel in Shanghai and train tickets Beijing to Shanghai"), ["hotel_agent:\"Shanghai\""]);
 }
