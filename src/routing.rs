@@ -58,8 +58,13 @@ pub fn load_routing_tests(path: &Path) -> Result<Vec<RoutingTest>, ConfigError> 
     })
 }
 
-/// How `plan_turn` decides `query` as the first turn of a new thread (nothing pending, no values).
-fn first_turn(registry: &Registry, query: &str) -> planner::TurnDecision {
+/// The date routing tests resolve relative dates against (明天 is 2026-01-02 in a test's
+/// expected `keys`, whatever day they run), so that a test passes or fails the same every day.
+pub const ROUTING_TEST_DATE: (i32, u32, u32) = (2026, 1, 1);
+
+/// How `plan_turn` decides `query` as the first turn of a new thread (nothing pending, no values)
+/// on `today`.
+fn first_turn(registry: &Registry, query: &str, today: NaiveDate) -> planner::TurnDecision {
     let empty = Map::new();
     let input = TurnInput {
         query,
@@ -69,7 +74,7 @@ fn first_turn(registry: &Registry, query: &str) -> planner::TurnDecision {
         pending_plan_id: None,
         choice: None,
         previous: None,
-        today: NaiveDate::from_ymd_opt(2026, 1, 1).unwrap_or_default(),
+        today,
         plan_id: "routing_test",
         lang: crate::text::Lang::detect(query),
     };
@@ -79,7 +84,8 @@ fn first_turn(registry: &Registry, query: &str) -> planner::TurnDecision {
 /// The agents a query is routed to (as `plan_turn` decides a fresh turn) and the semantic keys
 /// found for them.
 pub fn route(registry: &Registry, query: &str) -> (Vec<String>, Map<String, Value>) {
-    let turn = first_turn(registry, query);
+    let (y, m, d) = ROUTING_TEST_DATE;
+    let turn = first_turn(registry, query, NaiveDate::from_ymd_opt(y, m, d).unwrap_or_default());
     match turn.decision {
         Decision::Plan { plan, .. } => {
             let mut keys = Map::new();
@@ -182,7 +188,8 @@ fn evidence_line(e: &Evidence) -> String {
 }
 
 /// A terminal-readable explanation of how `query` is routed: clauses, every enabled card's
-/// score with its evidence, and the decision.
+/// score with its evidence, and the decision of a first turn made today (in the config's
+/// `supervisor.timezone`: relative dates resolve as a live turn's would).
 pub fn explain(registry: &Registry, query: &str) -> String {
     let rec = registry.recognizer.recognize(query);
     let mut out = String::new();
@@ -230,7 +237,9 @@ pub fn explain(registry: &Registry, query: &str) -> String {
         }
     }
     let _ = writeln!(out);
-    let _ = writeln!(out, "decision: {}", decision_line(&first_turn(registry, query).decision));
+    // Today in the config's zone, as a turn now would see it.
+    let today = registry.today(chrono::Utc::now());
+    let _ = writeln!(out, "decision: {}", decision_line(&first_turn(registry, query, today).decision));
     if !rec.unhandled.is_empty() {
         let _ = writeln!(out, "not covered by any card: {}", rec.unhandled.join(", "));
     }

@@ -748,6 +748,26 @@ fn explain_shows_every_card_and_the_decision() {
     assert!(text.contains("the encoder reads: \"只看看北京天气\""), "{text}");
 }
 
+/// `explain` resolves relative dates against today, as a live turn would (routing tests use a
+/// fixed date; explain had shown theirs).
+#[test]
+fn explain_resolves_dates_against_today() {
+    // The demo config sets no timezone: the host's. Either side of midnight around the run.
+    let tomorrow = || (chrono::Local::now().date_naive() + chrono::Days::new(1)).to_string();
+    let before = tomorrow();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["explain", "帮我订北京的酒店，明天入住", "--config"])
+        .arg(repo().join("agents_config.yaml"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let after = tomorrow();
+    assert!(
+        text.contains(&format!("check_in_date=\"{before}\"")) || text.contains(&format!("check_in_date=\"{after}\"")),
+        "{text}"
+    );
+}
+
 #[tokio::test]
 async fn a_reload_that_misroutes_a_routing_test_is_rejected() {
     let app = spawn_app().await;
