@@ -2934,7 +2934,8 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
 
 /// Retractions: the user takes back what they just said and says what they meant instead
 /// ("帮我看一下租房合同……不对，其实是…", "report a broken scooter - actually no wait, …",
-/// "…… 算了不是这个，我是想问…", "not just tickets, I meant the package"). The scope is the sentence before the cue (back to the last
+/// "…… 算了不是这个，我是想问…", "……算了不练了，直接…", "哦不对，打错了，…", "not just tickets, I
+/// meant the package"). The scope is the sentence before the cue (back to the last
 /// 。！？; or ". " ahead of it, an ellipsis's dots not counted); a cue with nothing after it is
 /// no retraction (a bare "算了" is the planner's cancel). The Chinese cues must stand as an
 /// interjection, so a complaint that something "is wrong" ("账单金额不对", "不对劲") retracts
@@ -2942,8 +2943,8 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
 fn retractions(text: &str) -> Vec<Cue> {
     static RETRACT: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
         Regex::new(concat!(
-            r"(?:^|[，,。.…！!；;、\s~～—-]|哦|噢|喔|啊|呃|嗯)(不对(?:不对)?|(?:我|刚才|刚)?说错了|我搞错了|算了)",
-            r"(?:[，,。.…！!；;\s~～—-]|不是|我|是|还是|其实|$)",
+            r"(?:^|[，,。.…！!；;、\s~～—-]|哦|噢|喔|啊|呃|嗯)(不对(?:不对)?|(?:我|刚才|刚)?[说打写发]错了|我搞错了|算了)",
+            r"(?:[，,。.…！!；;\s~～—-]|不是|不[\p{Han}]{1,3}了|我|是|还是|其实|$)",
             r"|(?-u:\b)(actually,? no(?:[,.!;]| wait| sorry)|no,? wait|wait,? no(?-u:\b)|scratch that|",
             r"forget (?:that|it)(?-u:\b)|never ?mind(?: that)?[,.;!—-]|on second thought|",
             r"(?:sorry|oops|my bad),? i mean(?:t)?(?-u:\b)|i meant to say|i meant)",
@@ -3512,6 +3513,9 @@ mod tests {
         let r = recognizer(CARDS);
         assert_eq!(ids(&r.recognize("帮我订北京的酒店……不对，查一下北京明天的天气")), ["weather"]);
         assert_eq!(ids(&r.recognize("帮我订北京的酒店……算了不是这个，我想查北京天气")), ["weather"]);
+        // "算了不订了" takes it back too, and so does a typo owned up to ("打错了").
+        assert_eq!(ids(&r.recognize("帮我订北京的酒店……算了不订了，直接查北京天气吧")), ["weather"]);
+        assert_eq!(ids(&r.recognize("帮我订北京的酒店，哦不对，打错了，我是想查北京天气")), ["weather"]);
         assert_eq!(
             ids(&r.recognize("Book a hotel in Shanghai... actually no wait, what's the weather there?")),
             ["weather"]
