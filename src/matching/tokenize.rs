@@ -503,6 +503,8 @@ struct Lexicon {
     zh_concepts: Vec<Vec<u16>>,
     /// English single stems -> concepts.
     en_words: HashMap<String, Vec<u16>>,
+    /// English words matched by surface form only (`=train`) -> concepts.
+    en_exact: HashMap<String, Vec<u16>>,
     /// English phrases: first stem -> (stems, concepts).
     en_phrases: HashMap<String, Vec<Phrase>>,
     /// Concept names.
@@ -533,6 +535,7 @@ fn compile_lexicon(text: &str) -> Lexicon {
     let mut generic: Vec<String> = Vec::new();
     let mut zh: HashMap<String, Vec<u16>> = HashMap::new();
     let mut en_words: HashMap<String, Vec<u16>> = HashMap::new();
+    let mut en_exact: HashMap<String, Vec<u16>> = HashMap::new();
     let mut en_phrases: HashMap<String, Vec<Phrase>> = HashMap::new();
     let mut zh_gapped: Vec<(String, String, u16)> = Vec::new();
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
@@ -563,6 +566,15 @@ fn compile_lexicon(text: &str) -> Lexicon {
         {
             if term.chars().any(is_han) {
                 let v = zh.entry(term).or_default();
+                if !v.contains(&id) {
+                    v.push(id);
+                }
+                continue;
+            }
+            // `=word`: that surface form only, not every word of its stem ("=train" is no
+            // "training").
+            if let Some(surface) = term.strip_prefix('=') {
+                let v = en_exact.entry(surface.trim().to_string()).or_default();
                 if !v.contains(&id) {
                     v.push(id);
                 }
@@ -603,7 +615,7 @@ fn compile_lexicon(text: &str) -> Lexicon {
         }
     }
     let zh_gap_heads = AhoCorasick::new(&heads).expect("the gapped terms compile");
-    Lexicon { zh, zh_concepts, en_words, en_phrases, names, generic, zh_gap_heads, zh_gap_tails }
+    Lexicon { zh, zh_concepts, en_words, en_exact, en_phrases, names, generic, zh_gap_heads, zh_gap_tails }
 }
 
 /// Latin words of `text` (already normalized) with their byte spans: runs of letters and digits,
@@ -736,10 +748,8 @@ pub fn analyze_normalized(norm: &Normalized) -> Vec<Token> {
         push(&mut out, format!("#{}", lex.names[id as usize]), TokKind::Concept, s, e);
     }
     for (k, w) in words.iter().enumerate() {
-        if let Some(ids) = lex.en_words.get(&w.stem) {
-            for &id in ids {
-                push(&mut out, format!("#{}", lex.names[id as usize]), TokKind::Concept, w.start, w.end);
-            }
+        for &id in lex.en_words.get(&w.stem).into_iter().chain(lex.en_exact.get(&w.surface)).flatten() {
+            push(&mut out, format!("#{}", lex.names[id as usize]), TokKind::Concept, w.start, w.end);
         }
         if let Some(phrases) = lex.en_phrases.get(&w.stem) {
             for (stems, ids) in phrases {
@@ -824,6 +834,14 @@ mod tests {
         assert!(!words.contains(&"是".to_string()));
         assert!(terms("把1000美元兑换成人民币", TokKind::Bigram).contains(&"换成".to_string()));
         assert!(terms("明天上海冷不冷", TokKind::Concept).contains(&"#weather".to_string()));
+    }
+
+    /// A word of the lexicon written `=word` matches that form, not its stem's other words.
+    #[test]
+    fn exact_lexicon_words_do_not_match_by_stem() {
+        assert!(has("two train tickets", "train") && has("the trains are late", "train"));
+        assert!(!has("my training hours", "train"), "training is no railway");
+        assert!(has("my training hours", "training"));
     }
 
     #[test]
