@@ -25,7 +25,8 @@ pub enum Advice {
 static RECOMMEND: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"推荐|值得(买|去|看)|有什么好(吃|玩|看|用)的|",
-        r"哪(个|家|款|种|所|位)[^，。？！,.?!\s]{0,8}(好|靠谱|实用|耐用|省电|合适|可靠|值得)|",
+        r"哪(个|家|款|种|所|位)[^，。？！,.?!\s]{0,8}(好|靠谱|实用|耐用|省电|省油|合适|可靠|值得)|",
+        r"(哪个|哪些|哪款|什么)(牌子|品牌)|",
         r"\brecommend|\bsuggest (a|an|some|me)\b|",
         r"\bwhich (brand|model|school|one|place)\b[^.?!]{0,30}\b(best|better|good|reliable)\b|",
         r"\bwhich (one )?is (better|best|more (reliable|practical|durable|useful)|the most (reliable|practical|durable|useful))\b|",
@@ -85,6 +86,7 @@ mod tests {
             "honestly, which is more reliable in the long run, a toyota or a honda?",
             "which brand of tractor is best to buy outright?",
             "想买台新冰箱，对开门和十字门哪个更实用",
+            "拿了驾照想买台二手车，哪个牌子的比较省油耐开",
             "front-loader or top-loader, which one is more practical?",
         ] {
             assert_eq!(asked(q), Some(Advice::Recommend), "{q}");
