@@ -559,6 +559,10 @@ fn lone_topical_candidates_and_near_ties_per_clause() {
     // A mortgage is a loan: no card of the third config covers loans, so its bank-card card is
     // not planned on a lone bank word.
     assert!(routed(&third.load(), "How do I apply for a mortgage?").0.is_empty());
+    // A covered topic that only modifies an uncovered one right after it (商业发票 before 翻译)
+    // does not make the query covered: a translation is asked for, not the customs card.
+    let nineteenth = open("nineteenth/agents_config.yaml");
+    assert!(routed(&nineteenth.load(), "帮我把这份英文的商业发票翻译成中文").0.is_empty());
 }
 
 /// Each side of "A, and also B" is a request of its own, as is a clause worded as a request

@@ -1405,8 +1405,23 @@ impl Recognizer {
                     })
             })
             .count();
-        let known_topics =
-            terms.concept_hits.keys().filter(|t| self.idf.contains_key(**t) && !self.generic.contains(**t)).count();
+        // A known topic that only modifies an unknown one right after it ("car insurance",
+        // 汽车保险: insurance is what is asked about) does not count as covered.
+        let unknown_starts: Vec<usize> = terms
+            .concept_hits
+            .iter()
+            .filter(|(t, _)| !known(t))
+            .flat_map(|(_, spans)| spans.iter().map(|&(s, _)| s))
+            .collect();
+        let modifier = |spans: &[(usize, usize)]| {
+            !unknown_starts.is_empty()
+                && spans.iter().all(|&(_, e)| unknown_starts.iter().any(|&s| s >= e && s - e <= 1))
+        };
+        let known_topics = terms
+            .concept_hits
+            .iter()
+            .filter(|(t, spans)| self.idf.contains_key(**t) && !self.generic.contains(**t) && !modifier(spans))
+            .count();
 
         // Raw scores, negation, selection.
         let mut out: Vec<ClauseScore> =
