@@ -583,6 +583,12 @@ fn a_request_joined_by_a_connective_is_planned_when_it_stands_alone() {
     // is planned beside the flight its other clause names.
     let (planned, _) = routed(&demo.load(), "I land at PVG at 3pm tomorrow on MU5101, can someone pick me up?");
     assert_eq!(sorted(&planned), ["flight_agent", "pickup_agent"]);
+    // A joined clause no word of any card supports gets a card by meaning only when the encoder
+    // finds it clearly near: "The hail flattened my wheat" is the story of the insurance claim,
+    // not a kindergarten's meal menu it is faintly nearest to.
+    let twentyfirst = open("twentyfirst/agents_config.yaml");
+    let q = "The hail flattened my wheat last week and I need to report it for insurance, and I'll also need to rent a tractor to clear the field.";
+    assert_eq!(sorted(&routed(&twentyfirst.load(), q).0), ["crop_insurance_agent", "machinery_rental_agent"]);
 }
 
 /// The same query scores the same every time (hash maps are seeded per instance: scores must

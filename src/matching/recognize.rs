@@ -43,7 +43,7 @@ use serde::Serialize;
 
 use super::dates::{dates, times};
 use super::terms::{find_term, normalize, Term};
-use super::tokenize::{analyze_normalized, words, Normalized, TokKind, Token};
+use super::tokenize::{analyze_normalized, function_words_only, words, Normalized, TokKind, Token};
 use crate::config::{CapabilityCardSpec, ExtractSpec, ValueType};
 
 /// Past this many cards, cards with a `domain` are pre-selected by domain.
@@ -974,6 +974,11 @@ impl Recognizer {
             Verdict::Nothing => return,
         };
         let id = &self.cards[best.card as usize].id;
+        // A card no word of the query supports needs a clear closeness, not a lead among far ones.
+        let worded = recognition.score(id).is_some_and(|c| c.raw > 0.0);
+        if !worded && best.cosine < super::semantic_stage::CLEAR {
+            return;
+        }
         // The clause may well describe a card another clause already selected ("想申请带进客舱"
         // after "我带着猫出行" chose the pet-travel card): a sibling close to it is no new request.
         let near_selected = sims.iter().any(|s| {
@@ -2679,9 +2684,14 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
         if m.as_str() == "," && digit(text[..m.start()].chars().next_back()) && digit(text[m.end()..].chars().next()) {
             continue;
         }
-        if m.start() > start && text[start..m.start()].chars().any(char::is_alphanumeric) {
+        // A subject and an auxiliary cut off by a connective ("and I'll also need …") belong to
+        // the clause that follows.
+        let piece = &text[start..m.start()];
+        if m.start() > start && piece.chars().any(char::is_alphanumeric) && !function_words_only(piece) {
             out.push((start, m.start(), adds));
             adds = false;
+        } else if function_words_only(piece) {
+            continue;
         }
         if ADDS.is_match(m.as_str()) {
             // Both sides of "A, and also B" are requests of their own.
@@ -2707,7 +2717,6 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
             clause.2 = true;
         }
     }
-    // Connectives starting a clause keep the verb that follows ("再帮我订" -> "帮我订").
     out
 }
 
@@ -3435,6 +3444,15 @@ mod tests {
         let r = recognizer(CARDS);
         assert_eq!(r.recognize("book a hotel for 1,500 yuan in Shanghai").clauses.len(), 1);
         assert_eq!(r.recognize("订酒店，查天气").clauses.len(), 2);
+    }
+
+    /// A subject and an auxiliary cut off by a connective are no clause of their own.
+    #[test]
+    fn a_subject_alone_is_no_clause() {
+        let r = recognizer(CARDS);
+        let rec = r.recognize("Check flight CA1234 and I'll also need a hotel in Shanghai");
+        assert_eq!(rec.clauses, ["Check flight CA1234", "I'll also need a hotel in Shanghai"]);
+        assert_eq!(r.recognize("I also need a hotel").clauses, ["I also need a hotel"]);
     }
 
     #[test]

@@ -618,6 +618,16 @@ fn compile_lexicon(text: &str) -> Lexicon {
     Lexicon { zh, zh_concepts, en_words, en_exact, en_phrases, names, generic, zh_gap_heads, zh_gap_tails }
 }
 
+/// Whether `text` (normalized) holds Latin words only, each a stop word or a stop word with a
+/// contraction ("i'll", "we'd"): a subject and an auxiliary, no content.
+pub fn function_words_only(text: &str) -> bool {
+    let words = latin_words(text);
+    let letters = text.chars().filter(|c| c.is_alphanumeric()).count();
+    !words.is_empty()
+        && letters == words.iter().map(|(w, _, _)| w.chars().filter(|c| c.is_alphanumeric()).count()).sum::<usize>()
+        && words.iter().all(|(w, _, _)| EN_STOPS.contains(w.split('\'').next().unwrap_or(w)))
+}
+
 /// Latin words of `text` (already normalized) with their byte spans: runs of letters and digits,
 /// an apostrophe inside a word kept (`won't`).
 fn latin_words(text: &str) -> Vec<(String, usize, usize)> {
