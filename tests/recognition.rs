@@ -527,6 +527,21 @@ fn recognition_report_thirtythird_config_written_blind() {
     assert_floors(&evaluate("thirtythird_queries.yaml"), 63.0, 56.0, 62.0);
 }
 
+/// The thirty-fourth set (a hair salon and beauty chain), written blind by a helper during 27
+/// Nov's second session, after the rules of that session's first half.
+#[test]
+fn recognition_report_thirtyfourth_config_written_blind() {
+    // First run, before any reading of its misses: 40/60, paraphrases 22/32, out of scope 5/8.
+    assert_floors(&evaluate("thirtyfourth_queries.yaml"), 65.0, 65.0, 50.0);
+}
+
+/// The thirty-fifth set (a photo-printing and framing shop), written like the thirty-fourth.
+#[test]
+fn recognition_report_thirtyfifth_config_written_blind() {
+    // First run, before any reading of its misses: 38/60, paraphrases 20/32, out of scope 5/8.
+    assert_floors(&evaluate("thirtyfifth_queries.yaml"), 61.0, 59.0, 50.0);
+}
+
 /// A lone topical candidate under the selection threshold is planned when no other card comes
 /// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
 /// query asks like one in a single clause.
