@@ -25,7 +25,8 @@ pub enum Advice {
 static RECOMMEND: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"推荐|值得(买|去|看)|有什么好(吃|玩|看|用)的|",
-        r"哪(个|家|款|种|所|位)[^，。？！,.?!\s]{0,8}(好|靠谱|实用|耐用|省电|省油|合适|可靠|值得)|",
+        r"哪(个|家|款|种|所|位|里)[^，。？！,.?!\s]{0,8}(好|靠谱|实用|耐用|省电|省油|合适|可靠|值得)|",
+        r"(买|选|挑)(什么|哪个|哪款)[^，。？！,.?!\s]{0,6}(好|合适|靠谱)|",
         r"(哪个|哪些|哪款|什么)(牌子|品牌)|",
         r"\brecommend|\bsuggest (a|an|some|me)\b|",
         r"\bwhich (brand|model|school|one|place)\b[^.?!]{0,30}\b(best|better|good|reliable)\b|",
@@ -87,6 +88,8 @@ mod tests {
             "which brand of tractor is best to buy outright?",
             "想买台新冰箱，对开门和十字门哪个更实用",
             "拿了驾照想买台二手车，哪个牌子的比较省油耐开",
+            "我想学美发，哪里有靠谱的培训学校",
+            "新手买什么相机比较好，预算五千以内",
             "front-loader or top-loader, which one is more practical?",
         ] {
             assert_eq!(asked(q), Some(Advice::Recommend), "{q}");

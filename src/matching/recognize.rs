@@ -2958,8 +2958,8 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
 
 /// Retractions: the user takes back what they just said and says what they meant instead
 /// ("帮我看一下租房合同……不对，其实是…", "report a broken scooter - actually no wait, …",
-/// "…… 算了不是这个，我是想问…", "……算了不练了，直接…", "哦不对，打错了，…", "not just tickets, I
-/// meant the package"). The scope is the sentence before the cue (back to the last
+/// "…… 算了不是这个，我是想问…", "……算了不练了，直接…", "……算了那天有事，…" (after an ellipsis, whatever
+/// follows), "哦不对，打错了，…", "not just tickets, I meant the package"). The scope is the sentence before the cue (back to the last
 /// 。！？; or ". " ahead of it, an ellipsis's dots not counted); a cue with nothing after it is
 /// no retraction (a bare "算了" is the planner's cancel). The Chinese cues must stand as an
 /// interjection, so a complaint that something "is wrong" ("账单金额不对", "不对劲") retracts
@@ -2972,14 +2972,15 @@ fn retractions(text: &str) -> Vec<Cue> {
             r"|(?-u:\b)(actually,? no(?:[,.!;]| wait| sorry)|no,? wait|wait,? no(?-u:\b)|scratch that|",
             r"forget (?:that|it)(?-u:\b)|never ?mind(?: that)?[,.;!—-]|on second thought|",
             r"(?:sorry|oops|my bad),? i mean(?:t)?(?-u:\b)|i meant to say|i meant)",
-            r"|(?:[，,。…！!；;\s~～—-]|哦|噢|喔|啊|呃|嗯)(不是(?:不是)?)[，,。…！!；;~～—-]"
+            r"|(?:[，,。…！!；;\s~～—-]|哦|噢|喔|啊|呃|嗯)(不是(?:不是)?)[，,。…！!；;~～—-]",
+            r"|…(算了|不对)"
         ))
         .expect("static regex")
     });
     let mut out = Vec::new();
     let mut floor = 0;
     for c in RETRACT.captures_iter(text) {
-        let Some(m) = c.get(1).or_else(|| c.get(2)).or_else(|| c.get(3)) else { continue };
+        let Some(m) = c.get(1).or_else(|| c.get(2)).or_else(|| c.get(3)).or_else(|| c.get(4)) else { continue };
         let before = text[..m.start()].trim_end_matches(|c: char| !c.is_alphanumeric());
         if before.len() <= floor || !text[m.end()..].chars().any(char::is_alphanumeric) {
             continue;
@@ -3549,6 +3550,8 @@ mod tests {
         // "算了不订了" takes it back too, and so does a typo owned up to ("打错了").
         assert_eq!(ids(&r.recognize("帮我订北京的酒店……算了不订了，直接查北京天气吧")), ["weather"]);
         assert_eq!(ids(&r.recognize("帮我订北京的酒店，哦不对，打错了，我是想查北京天气")), ["weather"]);
+        // After an ellipsis, 算了 takes back what came before whatever follows it.
+        assert_eq!(ids(&r.recognize("帮我订北京的酒店……算了那天有事，先查下北京天气")), ["weather"]);
         assert_eq!(
             ids(&r.recognize("Book a hotel in Shanghai... actually no wait, what's the weather there?")),
             ["weather"]
