@@ -2888,6 +2888,8 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
             (Regex::new(r"(?-u:\b)(?:instead of|rather than)(?-u:\b)").expect("static regex"), 48),
             (Regex::new(r"(?-u:\b)not(?-u:\b)").expect("static regex"), 16),
             (Regex::new(r"而不是").expect("static regex"), 0),
+            // "证件照不拍了，…": what is no longer wanted is named before 不 + verb + 了.
+            (Regex::new(r"不[\p{Han}]{1,2}了").expect("static regex"), 0),
         ]
     });
     // What introduces an instruction someone gave the user, reported, right before a cue (an
@@ -2944,7 +2946,31 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
             if let Some(c) = CONTRAST.find(&text[m.end()..end]) {
                 end = m.end() + c.start();
             }
-            let start = topicalized_object(text, m.start(), m.end()).unwrap_or(m.end());
+            let start = if m.as_str().ends_with('了') {
+                // 不 + verb + 了 ending its sentence part, with a request after it: the object
+                // before it is what is no longer wanted.
+                let verb = m.as_str().trim_start_matches('不').trim_end_matches('了');
+                let next = text[m.end()..].chars().next();
+                let object = text[..m.start()]
+                    .rfind(['，', ',', '。', '；', ';', '！', '!', '？', '?', '\n'])
+                    .map_or(0, |i| i + text[i..].chars().next().map_or(1, char::len_utf8));
+                // A verb of asking for a service; "连不上了" / "不制冷了" / "刷不开了" report a fault.
+                let wanted = verb.starts_with(|c: char| {
+                    "订约拍买查办做弄修换退寄送洗租剪染烫充报装看问取预搬学练考叫领申续交缴改印".contains(c)
+                });
+                let more = text[m.end()..].chars().skip(1).any(char::is_alphanumeric);
+                if !wanted
+                    || !matches!(next, Some('，' | ',' | '。' | '；' | ';' | '！' | '!'))
+                    || !more
+                    || object >= m.start()
+                {
+                    continue;
+                }
+                end = m.end();
+                object
+            } else {
+                topicalized_object(text, m.start(), m.end()).unwrap_or(m.end())
+            };
             // "never mind, …" / "forget it." govern what came before, not what follows.
             if *window > 0 && text[m.end()..].trim_start().starts_with([',', '.', ';', '!', '—', '-']) {
                 end = m.end();
@@ -3532,6 +3558,9 @@ mod tests {
         assert_eq!(ids(&r.recognize("上海明天是不是要下雨，天气如何")), ["weather"]);
         // The object named before the cue, as a topic ("酒店不用订了"), is what is not wanted.
         assert_eq!(ids(&r.recognize("北京的酒店先不用订了，帮我看看明天天气")), ["weather"]);
+        // 不 + a verb of asking + 了, too; a fault reported the same way (连不上了) negates nothing.
+        assert_eq!(ids(&r.recognize("北京的酒店不订了，帮我看看明天天气")), ["weather"]);
+        assert_eq!(ids(&r.recognize("酒店的网连不上了，帮我查下北京天气")), ["hotel", "weather"]);
         // Not when nothing else is asked ("酒店不要了" may ask to cancel it), nor for a report.
         assert!(r
             .recognize("北京的酒店不要了")
