@@ -2687,11 +2687,12 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
         // A subject and an auxiliary cut off by a connective ("and I'll also need …") belong to
         // the clause that follows.
         let piece = &text[start..m.start()];
-        if m.start() > start && piece.chars().any(char::is_alphanumeric) && !function_words_only(piece) {
+        if piece.chars().any(char::is_alphanumeric) {
+            if function_words_only(piece) {
+                continue;
+            }
             out.push((start, m.start(), adds));
             adds = false;
-        } else if function_words_only(piece) {
-            continue;
         }
         if ADDS.is_match(m.as_str()) {
             // Both sides of "A, and also B" are requests of their own.

@@ -621,6 +621,10 @@ fn compile_lexicon(text: &str) -> Lexicon {
 /// Whether `text` (normalized) holds Latin words only, each a stop word or a stop word with a
 /// contraction ("i'll", "we'd"): a subject and an auxiliary, no content.
 pub fn function_words_only(text: &str) -> bool {
+    // Cheap first: a subject and an auxiliary are a few short Latin words.
+    if text.len() > 24 || !text.is_ascii() {
+        return false;
+    }
     let words = latin_words(text);
     let letters = text.chars().filter(|c| c.is_alphanumeric()).count();
     !words.is_empty()
