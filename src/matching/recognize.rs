@@ -2721,6 +2721,24 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
     out
 }
 
+/// Where the object of "不 + verb + 了" starts ("证件照不拍了，…": 证件照 is no longer wanted):
+/// the start of its sentence part, when the verb is one of asking for a service, the match ends
+/// the sentence part and a request follows. `None` otherwise: a fault reported alike ("连不上了",
+/// "不制冷了", "刷不开了") negates nothing.
+fn no_longer_wanted(text: &str, cue_start: usize, cue_end: usize) -> Option<usize> {
+    const BOUNDARY: &[char] = &['，', ',', '。', '；', ';', '！', '!', '？', '?', '\n'];
+    let verb = text[cue_start..cue_end].trim_start_matches('不').trim_end_matches('了');
+    let wanted = verb.starts_with(|c: char| {
+        "订约拍买查办做弄修换退寄送洗租剪染烫充报装看问取预搬学练考叫领申续交缴改印".contains(c)
+    });
+    let next = text[cue_end..].chars().next();
+    let more = text[cue_end..].chars().skip(1).any(char::is_alphanumeric);
+    let object =
+        text[..cue_start].rfind(BOUNDARY).map_or(0, |i| i + text[i..].chars().next().map_or(1, char::len_utf8));
+    let ends_part = matches!(next, Some('，' | ',' | '。' | '；' | ';' | '！' | '!'));
+    (wanted && ends_part && more && object < cue_start).then_some(object)
+}
+
 /// Where the object of a Chinese negation starts when it comes before the cue, as Chinese puts
 /// a topic first ("充电卡先不用充了，帮我…", "工资条不用查了，…": what is not wanted is named
 /// before 不用): the start of the cue's clause, when the cue is one of not wanting (不用 / 不要 /
@@ -2947,26 +2965,8 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
             if let Some(c) = CONTRAST.find(&text[m.end()..end]) {
                 end = m.end() + c.start();
             }
-            let start = if m.as_str().ends_with('了') {
-                // 不 + verb + 了 ending its sentence part, with a request after it: the object
-                // before it is what is no longer wanted.
-                let verb = m.as_str().trim_start_matches('不').trim_end_matches('了');
-                let next = text[m.end()..].chars().next();
-                let object = text[..m.start()]
-                    .rfind(['，', ',', '。', '；', ';', '！', '!', '？', '?', '\n'])
-                    .map_or(0, |i| i + text[i..].chars().next().map_or(1, char::len_utf8));
-                // A verb of asking for a service; "连不上了" / "不制冷了" / "刷不开了" report a fault.
-                let wanted = verb.starts_with(|c: char| {
-                    "订约拍买查办做弄修换退寄送洗租剪染烫充报装看问取预搬学练考叫领申续交缴改印".contains(c)
-                });
-                let more = text[m.end()..].chars().skip(1).any(char::is_alphanumeric);
-                if !wanted
-                    || !matches!(next, Some('，' | ',' | '。' | '；' | ';' | '！' | '!'))
-                    || !more
-                    || object >= m.start()
-                {
-                    continue;
-                }
+            let start = if m.as_str().starts_with('不') && m.as_str().ends_with('了') {
+                let Some(object) = no_longer_wanted(text, m.start(), m.end()) else { continue };
                 end = m.end();
                 object
             } else {
