@@ -1519,7 +1519,9 @@ impl Recognizer {
                     if !allowed(p.card, acc) {
                         continue;
                     }
-                    let slot = slots.contains(self, at, p.card, s, e);
+                    // A word named as a place to go or to come from ("a ride to my hotel") says
+                    // where, not what: weighed like a slot word, as a keyword there is no keyword.
+                    let slot = slots.contains(self, at, p.card, s, e) || after_owned_destination(at.query, s);
                     let c = wq * idf * p.weight * if slot { SLOT_WORD } else { 1.0 };
                     let a = acc.entry(p.card).or_default();
                     a.contributions.push((c, s, e));
@@ -1539,7 +1541,10 @@ impl Recognizer {
             }
             if let Some(ps) = self.example_postings.get(*term) {
                 for &(card, ex, w) in ps {
-                    if !allowed(card, acc) || slots.contains(self, at, card, s, e) {
+                    if !allowed(card, acc)
+                        || slots.contains(self, at, card, s, e)
+                        || after_owned_destination(at.query, s)
+                    {
                         continue;
                     }
                     *acc.entry(card).or_default().examples.entry(ex).or_default() += w;
@@ -1925,6 +1930,16 @@ fn after_destination_marker(query: &str, at: usize) -> bool {
             }
         }
     }
+}
+
+/// Whether an English "to" / "from" and an owner (my / our / the …) come right before byte
+/// `at` of `query` ("a ride to my hotel"): a place, unlike a bare "to" ("need to sleep") or a
+/// Chinese 去 / 到, which may name the place a card is about ("去大厅" for a service-hall card).
+fn after_owned_destination(query: &str, at: usize) -> bool {
+    let words: Vec<String> = query[..at].split_whitespace().rev().take(2).map(str::to_lowercase).collect();
+    matches!(words.as_slice(), [owner, marker]
+        if matches!(owner.as_str(), "my" | "our" | "your" | "his" | "her" | "their")
+            && matches!(marker.as_str(), "to" | "from"))
 }
 
 /// The entity sources of a registry, compiled for one pass over a text whatever their number:
@@ -3497,6 +3512,10 @@ mod tests {
         assert!(!kw("send a car to my hotel"));
         // 订到 is "managed to book", not a destination.
         assert!(kw("我订到酒店了吗"));
+        // Nor do its words count as more than a place: "a ride to my hotel" asks for no hotel.
+        let raw = |q: &str| r.recognize(q).score("hotel").map_or(0.0, |c| c.raw);
+        assert!(raw("I need a ride to my hotel") < 1.0 && raw("I need a ride and a hotel") > 3.0);
+        assert_eq!(ids(&r.recognize("Book a hotel near my office")), ["hotel"]);
     }
 
     #[test]
