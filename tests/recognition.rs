@@ -900,14 +900,16 @@ fn the_two_stages_agreeing_settle_a_near_tie() {
 }
 
 /// A card tied with the lexical best (within the ambiguity margin) is planned when it is the
-/// encoder's nearest: the brokerage-account card leads "Move 5,000 from my brokerage cash
-/// balance back to my checking account" on words by a hair, the transfer card by meaning.
+/// encoder's nearest: the brokerage-account card leads "Move 5,000 from the brokerage cash
+/// balance back to the checking account" on words by a hair, the transfer card by meaning.
+/// (With "from my brokerage … to my checking account" the words name places, and the transfer
+/// card leads on words too.)
 #[cfg(feature = "semantic")]
 #[test]
 fn the_encoder_settles_a_near_tie_for_the_runner_up() {
     let handle = eval_config("eleventh");
     let registry = handle.load();
-    let q = "Move 5,000 from my brokerage cash balance back to my checking account";
+    let q = "Move 5,000 from the brokerage cash balance back to the checking account";
     let rec = registry.recognizer.recognize(q);
     let raw = |id: &str| rec.score(id).map_or(0.0, |c| c.raw);
     assert!(raw("brokerage_account_agent") > raw("bank_transfer_agent"), "the lexical best is the other card: {rec:?}");

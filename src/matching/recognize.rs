@@ -874,7 +874,7 @@ impl Recognizer {
     /// card by words, narrowly, and by meaning). A plausible card within [`AMBIGUITY`] of the
     /// lexical best, which the lexical stage cannot tell from it, is planned the same way when it
     /// is the encoder's nearest and leads the next by [`CLEAR_MARGIN`](super::semantic_stage::CLEAR_MARGIN)
-    /// ("Move 5,000 from my brokerage cash balance back to my checking account": a bank-transfer
+    /// ("Move 5,000 from the brokerage cash balance back to the checking account": a bank-transfer
     /// card tied with the brokerage-account card on words). Negated cards take no part. Returns
     /// whether it planned one.
     #[cfg(feature = "semantic")]
