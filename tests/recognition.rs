@@ -751,13 +751,18 @@ fn validate_prints_misrouted_queries_like_config_errors() {
     assert!(!stdout.contains("/0:"), "the passing test is not reported: {stdout}");
 }
 
-#[test]
-fn explain_shows_every_card_and_the_decision() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(["explain", "别订酒店，只看看北京天气", "--config"])
+/// `switchboard explain QUERY` run on the demo config.
+fn explain_demo(query: &str) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["explain", query, "--config"])
         .arg(repo().join("agents_config.yaml"))
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn explain_shows_every_card_and_the_decision() {
+    let out = explain_demo("别订酒店，只看看北京天气");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     for id in ["flight_agent", "pickup_agent", "hotel_agent", "weather_agent", "exchange_agent"] {
@@ -780,11 +785,7 @@ fn explain_resolves_dates_against_today() {
     // The demo config sets no timezone: the host's. Either side of midnight around the run.
     let tomorrow = || (chrono::Local::now().date_naive() + chrono::Days::new(1)).to_string();
     let before = tomorrow();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(["explain", "帮我订北京的酒店，明天入住", "--config"])
-        .arg(repo().join("agents_config.yaml"))
-        .output()
-        .unwrap();
+    let out = explain_demo("帮我订北京的酒店，明天入住");
     let text = String::from_utf8_lossy(&out.stdout);
     let after = tomorrow();
     assert!(

@@ -2741,15 +2741,13 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
 /// the sentence part and a request follows. `None` otherwise: a fault reported alike ("连不上了",
 /// "不制冷了", "刷不开了") negates nothing.
 fn no_longer_wanted(text: &str, cue_start: usize, cue_end: usize) -> Option<usize> {
-    const BOUNDARY: &[char] = &['，', ',', '。', '；', ';', '！', '!', '？', '?', '\n'];
     let verb = text[cue_start..cue_end].trim_start_matches('不').trim_end_matches('了');
     let wanted = verb.starts_with(|c: char| {
         "订约拍买查办做弄修换退寄送洗租剪染烫充报装看问取预搬学练考叫领申续交缴改印".contains(c)
     });
     let next = text[cue_end..].chars().next();
     let more = text[cue_end..].chars().skip(1).any(char::is_alphanumeric);
-    let object =
-        text[..cue_start].rfind(BOUNDARY).map_or(0, |i| i + text[i..].chars().next().map_or(1, char::len_utf8));
+    let object = sentence_part_start(text, cue_start);
     let ends_part = matches!(next, Some('，' | ',' | '。' | '；' | ';' | '！' | '!'));
     (wanted && ends_part && more && object < cue_start).then_some(object)
 }
@@ -2762,13 +2760,12 @@ fn no_longer_wanted(text: &str, cue_start: usize, cue_end: usize) -> Option<usiz
 /// report ("航班取消了") or a whole request ("这个订单不要了", which asks to cancel it) keeps the
 /// cue's scope after it.
 fn topicalized_object(text: &str, cue_start: usize, cue_end: usize) -> Option<usize> {
-    const BOUNDARY: &[char] = &['，', ',', '。', '；', ';', '!', '！', '？', '?', '\n'];
     const NOT_WANTED: &[&str] = &["不用", "不要", "不需要", "不必", "别", "先不"];
     if !NOT_WANTED.contains(&&text[cue_start..cue_end]) {
         return None;
     }
     let rest = &text[cue_end..];
-    let boundary = rest.find(BOUNDARY)?;
+    let boundary = rest.find(PART_END)?;
     if !rest[boundary..].chars().any(char::is_alphanumeric) {
         return None;
     }
@@ -2777,8 +2774,18 @@ fn topicalized_object(text: &str, cue_start: usize, cue_end: usize) -> Option<us
     if verb.chars().count() > 4 || !verb.chars().all(super::tokenize::is_han) {
         return None;
     }
-    let start = text[..cue_start].rfind(BOUNDARY).map_or(0, |i| i + text[i..].chars().next().map_or(1, char::len_utf8));
+    let start = sentence_part_start(text, cue_start);
     (start < cue_start).then_some(start)
+}
+
+/// What ends a Chinese sentence part: a comma, a full stop, a semicolon, an exclamation or
+/// question mark, a line break.
+const PART_END: &[char] = &['，', ',', '。', '；', ';', '！', '!', '？', '?', '\n'];
+
+/// Byte offset where the sentence part holding byte `at` of `text` starts (after the last
+/// [`PART_END`] before it).
+fn sentence_part_start(text: &str, at: usize) -> usize {
+    text[..at].rfind(PART_END).map_or(0, |i| i + text[i..].chars().next().map_or(1, char::len_utf8))
 }
 
 /// What the query asks for, as the sentence encoder reads it: after a retraction, what follows
