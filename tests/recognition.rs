@@ -542,6 +542,21 @@ fn recognition_report_thirtyfifth_config_written_blind() {
     assert_floors(&evaluate("thirtyfifth_queries.yaml"), 61.0, 59.0, 50.0);
 }
 
+/// The thirty-sixth set (an elderly-care and nursing-home operator), written blind by a helper
+/// at the start of 27 Nov's third session.
+#[test]
+fn recognition_report_thirtysixth_config_written_blind() {
+    // First run, before any reading of its misses: 51/60, paraphrases 25/32, out of scope 8/8.
+    assert_floors(&evaluate("thirtysixth_queries.yaml"), 83.0, 75.0, 87.0);
+}
+
+/// The thirty-seventh set (a bakery and custom-cake chain), written like the thirty-sixth.
+#[test]
+fn recognition_report_thirtyseventh_config_written_blind() {
+    // First run, before any reading of its misses: 44/60, paraphrases 25/32, out of scope 4/8.
+    assert_floors(&evaluate("thirtyseventh_queries.yaml"), 71.0, 75.0, 37.0);
+}
+
 /// A lone topical candidate under the selection threshold is planned when no other card comes
 /// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
 /// query asks like one in a single clause.
