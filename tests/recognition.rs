@@ -954,6 +954,26 @@ fn the_encoder_settles_a_question_it_clearly_answers() {
     assert_eq!(routed(&registry, q).0, ["crop_insurance_agent"]);
 }
 
+/// Below `CLEAR`, a clear lead still settles a question: "I run a tiny online store and my
+/// receipts are a mess…" is offered the bookkeeping, invoice and cleaning cards on words, and the
+/// encoder finds the bookkeeping card nearest at cosine 0.32, 0.14 ahead of the next
+/// (`CLEAR_MARGIN` is 0.1). A narrower lead stays a question: "停车场最里面那台桩的枪线被人剪断了一截…"
+/// (0.27, 0.08 ahead).
+#[cfg(feature = "semantic")]
+#[test]
+fn a_clear_lead_of_an_offered_card_settles_the_question() {
+    let books = eval_config("twentyseventh").load();
+    let q = "I run a tiny online store and my receipts are a mess, I need someone to keep my books every month so I'm \
+             not drowning at year end.";
+    let rec = books.recognizer.recognize(q);
+    assert_eq!(selected(&rec), ["bookkeeping_agent"], "{rec:?}");
+    assert!(rec.by_meaning, "{rec:?}");
+    assert_eq!(routed(&books, q).0, ["bookkeeping_agent"]);
+    let charging = eval_config("twentyninth").load();
+    let (planned, offered) = routed(&charging, "停车场最里面那台桩的枪线被人剪断了一截，跟你们说一声免得有人触电");
+    assert!(planned.is_empty() && !offered.is_empty(), "{planned:?} {offered:?}");
+}
+
 /// A turn the rules leave unplanned plans the encoder's nearest card when the odds that it is
 /// meant (`semantic_stage::nearest_meant`, a fit over the evaluation sets) reach `TRUST`: "I'm on
 /// warfarin…" is more about drugs than about anything the pharmacy's cards name on words, so it

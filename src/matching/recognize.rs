@@ -795,7 +795,11 @@ impl Recognizer {
     /// my orchard last night. I have coverage through the co-op…": the crop-insurance card, which
     /// the lexical stage could not tell from a harvest-sales card on words). After a near tie of
     /// cards the lexical stage had selected (`tied`), the lead must be
-    /// [`CLEAR_MARGIN`](super::semantic_stage::CLEAR_MARGIN). A turn that would ask or plan
+    /// [`CLEAR_MARGIN`](super::semantic_stage::CLEAR_MARGIN). Below `CLEAR`, an offered card
+    /// from [`OFFER`](super::semantic_stage::OFFER) leading the next by `CLEAR_MARGIN` is planned
+    /// too ("I run a tiny online store and my receipts are a mess…": the bookkeeping card at
+    /// 0.32, 0.14 ahead; on the evaluation sets no turn with such a lead asked the right card
+    /// second). A turn that would ask or plan
     /// nothing also plans that card when the odds that it is meant
     /// ([`nearest_meant`](super::semantic_stage::nearest_meant)) reach
     /// [`TRUST`](super::semantic_stage::TRUST) ("I'm on warfarin. Is it safe to add fish oil…":
@@ -844,7 +848,11 @@ impl Recognizer {
         // ("Never mind the test drive, I just want to know what my old car is worth": the
         // trade-in card, against a car-finance card sharing the topic of cars).
         let decided = first.cosine >= CLEAR && first.cosine - second >= MARGIN;
-        let clear = offered && first.cosine >= CLEAR && first.cosine - second >= margin;
+        // A clear lead among the offered cards settles the question below CLEAR too: an
+        // offerable cosine leading the next card by CLEAR_MARGIN.
+        let lead = first.cosine - second;
+        let clear =
+            offered && (first.cosine >= CLEAR && lead >= margin || first.cosine >= OFFER && lead >= CLEAR_MARGIN);
         // The odds do not reach below an offerable card (every turn they planned on the evaluation
         // sets had cosine 0.35 or more: a lone card at 0.25 among far ones is no meaning found),
         // and a near tie of cards confident on words stays a question.

@@ -57,6 +57,8 @@ pub const CLEAR_MARGIN: f32 = 0.1;
 /// this much of cosine: a narrower lead than [`MARGIN`], because the lexical stage found the
 /// card plausible too. Fitted on the fourteenth to twenty-first evaluation sets (README,
 /// "Recognition"; the twenty-second and twenty-third were written after it, to measure it).
+/// Below [`CLEAR`], an offered card from [`OFFER`] settles the question when it leads by
+/// [`CLEAR_MARGIN`].
 pub const ASKED_MARGIN: f32 = 0.03;
 /// A card the lexical stage selected beside others, on words alone, is dropped when the query is
 /// further from it in meaning than from the best selected card by this much of cosine (and its
