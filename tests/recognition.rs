@@ -974,6 +974,22 @@ fn a_clear_lead_of_an_offered_card_settles_the_question() {
     assert!(planned.is_empty() && !offered.is_empty(), "{planned:?} {offered:?}");
 }
 
+/// A query more about a topic no card covers (a part-time job) is not planned on the card the
+/// encoder finds nearest when the lexical stage seconds it only by a few common characters of
+/// its name (门店 of "门店面包现货"); the twenty-eighth set's lost phone is left out of scope the
+/// same way.
+#[cfg(feature = "semantic")]
+#[test]
+fn a_few_common_characters_do_not_second_the_encoder() {
+    let bakery = eval_config("thirtyseventh").load();
+    let q = "你们门店招不招兼职店员，周末能上班的那种";
+    let rec = bakery.recognizer.recognize(q);
+    assert!(rec.selected.is_empty(), "{rec:?}");
+    assert!(routed(&bakery, q).0.is_empty());
+    let rides = eval_config("twentyeighth").load();
+    assert!(routed(&rides, "我刚才打车把手机落在车上了，作为乘客要怎么找回来").0.is_empty());
+}
+
 /// A turn the rules leave unplanned plans the encoder's nearest card when the odds that it is
 /// meant (`semantic_stage::nearest_meant`, a fit over the evaluation sets) reach `TRUST`: "I'm on
 /// warfarin…" is more about drugs than about anything the pharmacy's cards name on words, so it

