@@ -848,7 +848,6 @@ impl Recognizer {
         let second = near.get(1).map_or(-1.0, |s| s.cosine);
         let id = &self.cards[first.card as usize].id;
         let offered = recognition.uncertain.iter().take(OFFERED).any(|c| &c.id == id);
-        let margin = if tied { CLEAR_MARGIN } else { ASKED_MARGIN };
         // The query's topic belongs to another offered card ("帮我订一张去北京的机票": the flight
         // card, beside a hotel card whose example reads alike): the question stands.
         let topical = |c: &CardScore| recognition.topical.contains(&c.id) && c.confidence >= TOPIC_RIVAL;
@@ -857,11 +856,12 @@ impl Recognizer {
         // ("Never mind the test drive, I just want to know what my old car is worth": the
         // trade-in card, against a car-finance card sharing the topic of cars).
         let decided = first.cosine >= CLEAR && first.cosine - second >= MARGIN;
-        // A clear lead among the offered cards settles the question below CLEAR too: an
-        // offerable cosine leading the next card by CLEAR_MARGIN.
+        // An offered card settles the question from an offerable cosine leading the next card by
+        // CLEAR_MARGIN (the only way after a near tie), or from CLEAR leading by ASKED_MARGIN.
         let lead = first.cosine - second;
-        let clear =
-            offered && (first.cosine >= CLEAR && lead >= margin || first.cosine >= OFFER && lead >= CLEAR_MARGIN);
+        let clear = offered
+            && (first.cosine >= OFFER && lead >= CLEAR_MARGIN
+                || !tied && first.cosine >= CLEAR && lead >= ASKED_MARGIN);
         // The odds do not reach below an offerable card (every turn they planned on the evaluation
         // sets had cosine 0.35 or more: a lone card at 0.25 among far ones is no meaning found),
         // and a near tie of cards confident on words stays a question.
@@ -3025,11 +3025,11 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
 /// Retractions: the user takes back what they just said and says what they meant instead
 /// ("帮我看一下租房合同……不对，其实是…", "report a broken scooter - actually no wait, …",
 /// "…… 算了不是这个，我是想问…", "……算了不练了，直接…", "……算了那天有事，…" (after an ellipsis, whatever
-/// follows), "哦不对，打错了，…", "not just tickets, I meant the package"). The scope is the sentence before the cue (back to the last
-/// 。！？; or ". " ahead of it, an ellipsis's dots not counted); a cue with nothing after it is
-/// no retraction (a bare "算了" is the planner's cancel). The Chinese cues must stand as an
-/// interjection, so a complaint that something "is wrong" ("账单金额不对", "不对劲") retracts
-/// nothing.
+/// follows), "哦不对，打错了，…", "not just tickets, I meant the package"). The scope is the
+/// sentence before the cue (back to the last 。！？; or ". " ahead of it, an ellipsis's dots not
+/// counted); a cue with nothing after it is no retraction (a bare "算了" is the planner's
+/// cancel). The Chinese cues must stand as an interjection, so a complaint that something "is
+/// wrong" ("账单金额不对", "不对劲") retracts nothing.
 fn retractions(text: &str) -> Vec<Cue> {
     static RETRACT: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
         Regex::new(concat!(
