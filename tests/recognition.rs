@@ -990,6 +990,20 @@ fn a_few_common_characters_do_not_second_the_encoder() {
     assert!(routed(&rides, "我刚才打车把手机落在车上了，作为乘客要怎么找回来").0.is_empty());
 }
 
+/// A clause besides the one that chose a card adds the card the encoder picks for it only with a
+/// clear closeness (cosine 0.4) or the lexical stage's seconding (`SECONDED`), not on a few
+/// common words: "I've seen those glossy see-through photo panels" does not add the print-quality
+/// card (raw 0.10 on "print" of its description) to the acrylic print the query asks for.
+#[cfg(feature = "semantic")]
+#[test]
+fn a_companion_clause_needs_more_than_a_few_common_words() {
+    let shop = eval_config("thirtyfifth").load();
+    let q = "Can you print onto acrylic? I've seen those glossy see-through photo panels and want one for the living room.";
+    let rec = shop.recognizer.recognize(q);
+    assert_eq!(selected(&rec), ["large_format_agent"], "{rec:?}");
+    assert_eq!(routed(&shop, q).0, ["large_format_agent"]);
+}
+
 /// A turn the rules leave unplanned plans the encoder's nearest card when the odds that it is
 /// meant (`semantic_stage::nearest_meant`, a fit over the evaluation sets) reach `TRUST`: "I'm on
 /// warfarin…" is more about drugs than about anything the pharmacy's cards name on words, so it

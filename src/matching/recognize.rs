@@ -97,7 +97,8 @@ const GENERIC_ONLY: f32 = THETA - 0.2;
 /// query more about topics no card covers (`Recognizer::semantic_stage`): more than a few
 /// common characters of the card's name ("你们门店招不招兼职店员": 门店 in a store card's name, raw
 /// 0.03, is no sign the query is about store stock). Set between that and the least raw score
-/// of a rightly seconded card on the evaluation sets (0.3 already lost two).
+/// of a rightly seconded card on the evaluation sets (0.3 already lost two). The same bar makes
+/// a card "worded" for a companion clause's pick (`Recognizer::clause_by_meaning`).
 #[cfg(feature = "semantic")]
 const SECONDED: f32 = 0.15;
 /// Raw score at which confidence is 0.5 (fitted on the demo tuning set: midpoint between the
@@ -991,8 +992,9 @@ impl Recognizer {
             Verdict::Nothing => return,
         };
         let id = &self.cards[best.card as usize].id;
-        // A card no word of the query supports needs a clear closeness, not a lead among far ones.
-        let worded = recognition.score(id).is_some_and(|c| c.raw > 0.0);
+        // A card no word of the query supports (beyond a few common ones: SECONDED) needs a clear
+        // closeness, not a lead among far ones.
+        let worded = recognition.score(id).is_some_and(|c| c.raw >= SECONDED);
         if !worded && best.cosine < super::semantic_stage::CLEAR {
             return;
         }
