@@ -557,6 +557,21 @@ fn recognition_report_thirtyseventh_config_written_blind() {
     assert_floors(&evaluate("thirtyseventh_queries.yaml"), 71.0, 75.0, 37.0);
 }
 
+/// The thirty-eighth set (a city parking operator), written blind by a helper at the start of
+/// 27 Nov's fourth session.
+#[test]
+fn recognition_report_thirtyeighth_config_written_blind() {
+    // First run, before any reading of its misses: 47/60, paraphrases 23/32, out of scope 6/8.
+    assert_floors(&evaluate("thirtyeighth_queries.yaml"), 76.0, 68.0, 62.0);
+}
+
+/// The thirty-ninth set (an optician and eyewear chain), written like the thirty-eighth.
+#[test]
+fn recognition_report_thirtyninth_config_written_blind() {
+    // First run, before any reading of its misses: 42/60, paraphrases 22/32, out of scope 5/8.
+    assert_floors(&evaluate("thirtyninth_queries.yaml"), 68.0, 65.0, 50.0);
+}
+
 /// A lone topical candidate under the selection threshold is planned when no other card comes
 /// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
 /// query asks like one in a single clause.
