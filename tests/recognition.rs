@@ -1013,7 +1013,8 @@ fn a_few_common_characters_do_not_second_the_encoder() {
 #[test]
 fn a_companion_clause_needs_more_than_a_few_common_words() {
     let shop = eval_config("thirtyfifth").load();
-    let q = "Can you print onto acrylic? I've seen those glossy see-through photo panels and want one for the living room.";
+    let q =
+        "Can you print onto acrylic? I've seen those glossy see-through photo panels and want one for the living room.";
     let rec = shop.recognizer.recognize(q);
     assert_eq!(selected(&rec), ["large_format_agent"], "{rec:?}");
     assert_eq!(routed(&shop, q).0, ["large_format_agent"]);

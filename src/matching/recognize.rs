@@ -2761,9 +2761,7 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
 /// "不制冷了", "刷不开了") negates nothing.
 fn no_longer_wanted(text: &str, cue_start: usize, cue_end: usize) -> Option<usize> {
     let verb = text[cue_start..cue_end].trim_start_matches('不').trim_end_matches('了');
-    let wanted = verb.starts_with(|c: char| {
-        "订约拍买查办做弄修换退寄送洗租剪染烫充报装看问取预搬学练考叫领申续交缴改印".contains(c)
-    });
+    let wanted = verb.starts_with(|c: char| ASKED_VERBS.contains(c));
     let next = text[cue_end..].chars().next();
     let more = text[cue_end..].chars().skip(1).any(char::is_alphanumeric);
     let object = sentence_part_start(text, cue_start);
@@ -2771,11 +2769,16 @@ fn no_longer_wanted(text: &str, cue_start: usize, cue_end: usize) -> Option<usiz
     (wanted && ends_part && more && object < cue_start).then_some(object)
 }
 
+/// First characters of the Chinese verbs a request is made with (订, 查, 办, 改 …): "不 + such a
+/// verb + 了" after a named object takes the request back.
+const ASKED_VERBS: &str = "订约拍买查办做弄修换退寄送洗租剪染烫充报装看问取预搬学练考叫领申续交缴改印";
+
 /// Where the object of a Chinese negation starts when it comes before the cue, as Chinese puts
 /// a topic first ("充电卡先不用充了，帮我…", "工资条不用查了，…": what is not wanted is named
 /// before 不用): the start of the cue's clause, when the cue is one of not wanting (不用 / 不要 /
 /// 不需要 / 不必 / 别 / 先不), all that follows it up to the clause's end is a verb of at most
-/// four characters and 了, and another clause follows with the request. `None` otherwise: a
+/// four characters and 了 — or, without 了, a verb of asking of at most two characters
+/// ("隐形眼镜的订阅先不改，…") —, and another clause follows with the request. `None` otherwise: a
 /// report ("航班取消了") or a whole request ("这个订单不要了", which asks to cancel it) keeps the
 /// cue's scope after it.
 fn topicalized_object(text: &str, cue_start: usize, cue_end: usize) -> Option<usize> {
@@ -2788,8 +2791,17 @@ fn topicalized_object(text: &str, cue_start: usize, cue_end: usize) -> Option<us
     if !rest[boundary..].chars().any(char::is_alphanumeric) {
         return None;
     }
-    let tail = &rest[..boundary];
-    let verb = tail.trim_end().strip_suffix('了')?;
+    let tail = rest[..boundary].trim_end();
+    let asked = |v: &str| {
+        v.chars().count() <= 2
+            && v.starts_with(|c: char| ASKED_VERBS.contains(c))
+            && !v.ends_with(['吗', '呢', '吧', '么', '嘛'])
+    };
+    let verb = match tail.strip_suffix('了') {
+        Some(verb) => verb,
+        None if asked(tail) => tail,
+        None => return None,
+    };
     if verb.chars().count() > 4 || !verb.chars().all(super::tokenize::is_han) {
         return None;
     }
@@ -3039,7 +3051,7 @@ fn retractions(text: &str) -> Vec<Cue> {
             r"(?:[，,。.…！!；;\s~～—-]|不是|不[\p{Han}]{1,3}了|我|是|还是|其实|$)",
             r"|(?-u:\b)(actually,? no(?:[,.!;]| wait| sorry)|no,? wait|wait,? no(?-u:\b)|scratch that|",
             r"forget (?:that|it)(?-u:\b)|never ?mind(?: that)?[,.;!—-]|on second thought|",
-            r"(?:sorry|oops|my bad),? i mean(?:t)?(?-u:\b)|i meant to say|i meant)",
+            r"(?:sorry|oops|my bad),? i (?:actually )?mean(?:t)?(?-u:\b)|i meant to say|i (?:actually |really )?meant)",
             r"|(?:[，,。…！!；;\s~～—-]|哦|噢|喔|啊|呃|嗯)(不是(?:不是)?)[，,。…！!；;~～—-]",
             r"|…(算了|不对)"
         ))
@@ -3054,7 +3066,7 @@ fn retractions(text: &str) -> Vec<Cue> {
             continue;
         }
         // "I meant to book it yesterday" says what was intended, not what was meant.
-        if m.as_str() == "i meant" && text[m.end()..].starts_with(" to ") {
+        if m.as_str().starts_with("i ") && m.as_str().ends_with("meant") && text[m.end()..].starts_with(" to ") {
             continue;
         }
         let from = before
@@ -3606,6 +3618,10 @@ mod tests {
         assert_eq!(ids(&r.recognize("北京的酒店先不用订了，帮我看看明天天气")), ["weather"]);
         // 不 + a verb of asking + 了, too; a fault reported the same way (连不上了) negates nothing.
         assert_eq!(ids(&r.recognize("北京的酒店不订了，帮我看看明天天气")), ["weather"]);
+        // Without 了, a short verb of asking after 先不 / 不用 … says the same.
+        assert_eq!(ids(&r.recognize("北京的酒店先不订，帮我看看明天天气")), ["weather"]);
+        // Not a question about the object ("…不用订吗").
+        assert_eq!(ids(&r.recognize("北京的酒店不用订吗，明天天气怎么样")), ["hotel", "weather"]);
         assert_eq!(ids(&r.recognize("酒店的网连不上了，帮我查下北京天气")), ["hotel", "weather"]);
         // Not when nothing else is asked ("酒店不要了" may ask to cancel it), nor for a report.
         assert!(r
@@ -3638,6 +3654,7 @@ mod tests {
             ["flight", "weather"]
         );
         assert_eq!(ids(&r.recognize("A hotel in Shanghai, I meant the weather there")), ["weather"]);
+        assert_eq!(ids(&r.recognize("A hotel in Shanghai — sorry, I actually meant the weather there")), ["weather"]);
         assert_eq!(
             ids(&r.recognize("Book a hotel in Shanghai. Sorry, I mean, what's the weather there?")),
             ["weather"]
