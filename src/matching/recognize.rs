@@ -977,17 +977,23 @@ impl Recognizer {
     }
 
     /// The semantic stage for one clause of a query whose other clauses selected cards: the
-    /// card the clause clearly means (as [`verdict`](super::semantic_stage::verdict) selects)
+    /// card the clause clearly means (as [`verdict`](super::semantic_stage::verdict) selects,
+    /// or the clause's nearest card from [`OFFER`](super::semantic_stage::OFFER) leading the next
+    /// by [`CLEAR_MARGIN`](super::semantic_stage::CLEAR_MARGIN), as an asked turn is settled:
+    /// "…, and she'll need somewhere to leave her car for the day" at 0.32, 0.13 ahead)
     /// is selected too, at the clause's offset, unless it is selected or negated already; the
     /// clause's words then leave [`Recognition::unhandled`]. A clause that only some cards may
     /// mean (as [`verdict`](super::semantic_stage::verdict) offers them) is
     /// [`Recognition::unresolved`].
     #[cfg(feature = "semantic")]
     fn clause_by_meaning(&self, clause: &str, offset: usize, recognition: &mut Recognition) {
-        use super::semantic_stage::{confidence, verdict, Verdict, SIBLING};
+        use super::semantic_stage::{confidence, verdict, Verdict, CLEAR_MARGIN, OFFER, SIBLING};
         let sims = self.meaning.similarities(clause);
+        let second = sims.get(1).map_or(-1.0, |s| s.cosine);
+        let led = sims.first().is_some_and(|f| f.cosine >= OFFER && f.cosine - second >= CLEAR_MARGIN);
         let best = match verdict(&sims) {
             Verdict::Select(best) => best,
+            Verdict::Offer(_) if led => sims[0],
             Verdict::Offer(offered) => return self.note_unresolved(clause, &sims, &offered, recognition),
             Verdict::Nothing => return,
         };
@@ -2425,13 +2431,17 @@ impl ClauseOutcome {
 /// [`split_clauses`] (a macro, so that `concat!` can take them).
 macro_rules! adds_zh {
     () => {
-        "然后|顺便|另外|还有|并且|同时|而且|以及|再帮|再给|再查|再订|再看|再安排"
+        "然后|顺便|另外|还有|并且|同时|而且|以及|此外|再帮|再给|再查|再订|再看|再安排|再把"
     };
 }
 
 /// Connectives adding a request ("A, and also B"): both sides are requests of their own.
 static ADDS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(adds_zh!(), r"|(?-u:\b)(?:and|then|also|plus|as well as)(?-u:\b)")).expect("static regex")
+    Regex::new(concat!(
+        adds_zh!(),
+        r"|(?-u:\b)(?:and|then|also|plus|as well as|separately|additionally|besides)(?-u:\b)"
+    ))
+    .expect("static regex")
 });
 
 /// The connectives of [`ADDS`] but English "and" and "then", which also join the sentences of a
@@ -2704,7 +2714,7 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
             r"[，,。；;!！？?、\n]+|\.(?:\s|$)+|\s*(?:",
             adds_zh!(),
             r"|但是|不过|可是|而是)\s*|",
-            r"(?-u:\b)(?:and|then|also|plus|but|as well as)(?-u:\b)"
+            r"(?-u:\b)(?:and|then|also|plus|but|as well as|separately|additionally|besides)(?-u:\b)"
         ))
         .expect("static regex")
     });
