@@ -619,6 +619,7 @@ impl Recognizer {
             let negated = recognition.candidates.iter().any(CardScore::negated);
             let meant = meant_text(query, &norm, &parts.cues, negated);
             let sims = || sims.get_or_init(|| self.meaning.similarities(&meant)).clone();
+            self.drop_value_only(query, &norm, &parts, &picks, &mut recognition);
             self.drop_weak_companions(query, &picks, sims, &mut recognition);
             let content = || has_content((0, query.len()));
             // Cues whose scope the encoder still reads (nothing taken out of the query).
@@ -729,6 +730,53 @@ impl Recognizer {
             })
             .collect();
         recognition.selected.retain(|s| index(&s.id).is_none_or(|i| !dropped.contains(&i)));
+    }
+
+    /// Of several cards the lexical stage selected, drops each one selected only in clauses that
+    /// give values and nothing else — a key's label, a value its extractors recognize, a date
+    /// ("…，大概六点到，车牌浙A8K261": the plate number a parking reservation of another clause
+    /// needs, not a request to the season-pass card that also takes plates) —, when another
+    /// card was selected in a clause with content. `picks` as for
+    /// [`drop_weak_companions`](Self::drop_weak_companions).
+    #[cfg(feature = "semantic")]
+    fn drop_value_only(
+        &self,
+        query: &str,
+        norm: &Normalized,
+        parts: &QueryParts,
+        picks: &[(u32, Clause, bool)],
+        recognition: &mut Recognition,
+    ) {
+        if recognition.selected.len() < 2 {
+            return;
+        }
+        let values = self.value_spans(query, norm, parts);
+        // A value, and nothing outside values, labels and dates but punctuation.
+        let value_only = |c: &Clause| {
+            let mut value = false;
+            for (i, ch) in query[c.start..c.end].char_indices() {
+                match values.iter().find(|v| v.0 <= c.start + i && c.start + i < v.1) {
+                    Some(v) => value |= v.2,
+                    None if ch.is_alphanumeric() => return false,
+                    None => {}
+                }
+            }
+            value
+        };
+        let index = |id: &str| self.cards.iter().position(|c| c.id == id).map(|i| i as u32);
+        let mut by_value = Vec::new();
+        let mut by_content = false;
+        for card in recognition.selected.iter().filter_map(|s| index(&s.id)) {
+            let mut clauses = picks.iter().filter(|p| p.0 == card).peekable();
+            if clauses.peek().is_some() && clauses.all(|p| value_only(&p.1)) {
+                by_value.push(card);
+            } else {
+                by_content = true;
+            }
+        }
+        if by_content && !by_value.is_empty() {
+            recognition.selected.retain(|s| index(&s.id).is_none_or(|i| !by_value.contains(&i)));
+        }
     }
 
     /// The semantic stage ([`super::semantic_stage`]), after the lexical one:
@@ -974,6 +1022,23 @@ impl Recognizer {
                 .map(|t| (t.start, t.end)),
         );
         outside
+    }
+
+    /// The query's spans (byte offsets) that give values: what the cards' extractors recognize
+    /// (`true`: a value), and dates, times and words of a key's description (`false`).
+    #[cfg(feature = "semantic")]
+    fn value_spans(&self, query: &str, norm: &Normalized, parts: &QueryParts) -> Vec<(usize, usize, bool)> {
+        let mut spans: Vec<(usize, usize, bool)> =
+            self.entities.find_all(query, norm).into_iter().map(|(_, (s, e, _))| (s, e, true)).collect();
+        spans.extend(parts.when.iter().map(|&(s, e)| (s, e, false)));
+        spans.extend(
+            parts
+                .tokens
+                .iter()
+                .filter(|t| t.kind == TokKind::Word && self.slot_terms.contains(&t.term))
+                .map(|t| (t.start, t.end, false)),
+        );
+        spans
     }
 
     /// The semantic stage for one clause of a query whose other clauses selected cards: the
