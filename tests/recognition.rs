@@ -676,7 +676,10 @@ fn a_clause_giving_only_a_value_is_no_request_of_its_own() {
     let q = "出场的时候被扣了两次钱，一次微信一次ETC，车牌浙A7M932，昨天下午在东站P2";
     assert_eq!(routed(&parking, q).0, ["payment_invoice_agent"]);
     // Alone, the plate and its label still name the cards that take plates.
-    assert!(!routed(&parking, "车牌浙A8K261").0.is_empty() || !parking.recognizer.recognize("车牌浙A8K261").uncertain.is_empty());
+    assert!(
+        !routed(&parking, "车牌浙A8K261").0.is_empty()
+            || !parking.recognizer.recognize("车牌浙A8K261").uncertain.is_empty()
+    );
     let it = RegistryHandle::open(&repo().join("tests/fixtures/eval/agents_config.yaml")).unwrap();
     assert_eq!(sorted(&routed(&it.load(), "电脑坏了，顺便帮我请半天假去修").0), ["leave_agent", "ticket_agent"]);
 }
