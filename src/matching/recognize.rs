@@ -2502,11 +2502,8 @@ macro_rules! adds_zh {
 
 /// Connectives adding a request ("A, and also B"): both sides are requests of their own.
 static ADDS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        adds_zh!(),
-        r"|(?-u:\b)(?:and|then|also|plus|as well as|separately|additionally|besides)(?-u:\b)"
-    ))
-    .expect("static regex")
+    Regex::new(concat!(adds_zh!(), r"|(?-u:\b)(?:and|then|also|plus|as well as|separately|additionally)(?-u:\b)"))
+        .expect("static regex")
 });
 
 /// The connectives of [`ADDS`] but English "and" and "then", which also join the sentences of a
@@ -2779,7 +2776,7 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
             r"[，,。；;!！？?、\n]+|\.(?:\s|$)+|\s*(?:",
             adds_zh!(),
             r"|但是|不过|可是|而是)\s*|",
-            r"(?-u:\b)(?:and|then|also|plus|but|as well as|separately|additionally|besides)(?-u:\b)"
+            r"(?-u:\b)(?:and|then|also|plus|but|as well as|separately|additionally)(?-u:\b)"
         ))
         .expect("static regex")
     });
@@ -2872,9 +2869,11 @@ fn topicalized_object(text: &str, cue_start: usize, cue_end: usize) -> Option<us
             && v.starts_with(|c: char| ASKED_VERBS.contains(c))
             && !v.ends_with(['吗', '呢', '吧', '么', '嘛'])
     };
+    // Without 了, not a question ("电池不用换？").
+    let question = rest[boundary..].starts_with(['？', '?']);
     let verb = match tail.strip_suffix('了') {
         Some(verb) => verb,
-        None if asked(tail) => tail,
+        None if asked(tail) && !question => tail,
         None => return None,
     };
     if verb.chars().count() > 4 || !verb.chars().all(super::tokenize::is_han) {
@@ -3695,8 +3694,9 @@ mod tests {
         assert_eq!(ids(&r.recognize("北京的酒店不订了，帮我看看明天天气")), ["weather"]);
         // Without 了, a short verb of asking after 先不 / 不用 … says the same.
         assert_eq!(ids(&r.recognize("北京的酒店先不订，帮我看看明天天气")), ["weather"]);
-        // Not a question about the object ("…不用订吗").
+        // Not a question about the object ("…不用订吗", "…不用订？").
         assert_eq!(ids(&r.recognize("北京的酒店不用订吗，明天天气怎么样")), ["hotel", "weather"]);
+        assert_eq!(ids(&r.recognize("北京的酒店不用订？明天天气怎么样")), ["hotel", "weather"]);
         assert_eq!(ids(&r.recognize("酒店的网连不上了，帮我查下北京天气")), ["hotel", "weather"]);
         // Not when nothing else is asked ("酒店不要了" may ask to cancel it), nor for a report.
         assert!(r
