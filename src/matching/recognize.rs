@@ -606,12 +606,12 @@ impl Recognizer {
             topical: ranked.topical,
             ..Recognition::default()
         };
-        // The spans that name no task, found once per query and only if the stage needs them.
         #[cfg(feature = "semantic")]
-        let no_task = std::cell::OnceCell::new();
+        let spans = std::cell::OnceCell::new();
         #[cfg(feature = "semantic")]
-        let has_content =
-            |span| self.has_content(&parts, no_task.get_or_init(|| self.no_task_spans(query, &norm, &parts)), span);
+        let spans = || spans.get_or_init(|| self.spans(query, &norm, &parts));
+        #[cfg(feature = "semantic")]
+        let has_content = |span| self.has_content(&parts, &spans().1, span);
         #[cfg(feature = "semantic")]
         {
             // The query's similarities to the cards: one encoding, made only if a step needs it.
@@ -619,7 +619,7 @@ impl Recognizer {
             let negated = recognition.candidates.iter().any(CardScore::negated);
             let meant = meant_text(query, &norm, &parts.cues, negated);
             let sims = || sims.get_or_init(|| self.meaning.similarities(&meant)).clone();
-            self.drop_value_only(query, &norm, &parts, &picks, &mut recognition);
+            self.drop_value_only(query, || &spans().0, &picks, &mut recognition);
             self.drop_weak_companions(query, &picks, sims, &mut recognition);
             let content = || has_content((0, query.len()));
             // Cues whose scope the encoder still reads (nothing taken out of the query).
@@ -739,18 +739,17 @@ impl Recognizer {
     /// card was selected in a clause with content. `picks` as for
     /// [`drop_weak_companions`](Self::drop_weak_companions).
     #[cfg(feature = "semantic")]
-    fn drop_value_only(
+    fn drop_value_only<'v>(
         &self,
         query: &str,
-        norm: &Normalized,
-        parts: &QueryParts,
+        values: impl FnOnce() -> &'v [ValueSpan],
         picks: &[(u32, Clause, bool)],
         recognition: &mut Recognition,
     ) {
         if recognition.selected.len() < 2 {
             return;
         }
-        let values = self.value_spans(query, norm, parts);
+        let values = values();
         // A value, and nothing outside values, labels and dates but punctuation.
         let value_only = |c: &Clause| {
             let mut value = false;
@@ -1001,34 +1000,36 @@ impl Recognizer {
         })
     }
 
-    /// The query's spans (byte offsets) that name no task: generic concepts (订, book, status),
-    /// dates and times, values the cards' extractors recognize (a city, a flight number), and
-    /// words of a key's description (入住 of 入住日期).
+    /// The query's spans (byte offsets) that name no task: generic concepts (订, book, status)
+    /// and its `values` ([`value_spans`](Self::value_spans): dates and times, values the cards'
+    /// extractors recognize such as a city or a flight number, words of a key's description such
+    /// as 入住 of 入住日期).
     #[cfg(feature = "semantic")]
-    fn no_task_spans(&self, query: &str, norm: &Normalized, parts: &QueryParts) -> Vec<(usize, usize)> {
+    fn no_task_spans(&self, parts: &QueryParts, values: &[ValueSpan]) -> Vec<(usize, usize)> {
         let mut outside: Vec<(usize, usize)> = parts
             .tokens
             .iter()
             .filter(|t| t.kind == TokKind::Concept && self.generic.contains(&t.term))
             .map(|t| (t.start, t.end))
             .collect();
-        outside.extend(parts.when.iter().copied());
-        outside.extend(self.entities.find_all(query, norm).into_iter().map(|(_, (s, e, _))| (s, e)));
-        outside.extend(
-            parts
-                .tokens
-                .iter()
-                .filter(|t| t.kind == TokKind::Word && self.slot_terms.contains(&t.term))
-                .map(|t| (t.start, t.end)),
-        );
+        outside.extend(values.iter().map(|&(s, e, _)| (s, e)));
         outside
+    }
+
+    /// The query's [`value_spans`](Self::value_spans) and [`no_task_spans`](Self::no_task_spans)
+    /// (`recognize` finds them once per query, and only if a step needs them).
+    #[cfg(feature = "semantic")]
+    fn spans(&self, query: &str, norm: &Normalized, parts: &QueryParts) -> (Vec<ValueSpan>, Vec<(usize, usize)>) {
+        let values = self.value_spans(query, norm, parts);
+        let no_task = self.no_task_spans(parts, &values);
+        (values, no_task)
     }
 
     /// The query's spans (byte offsets) that give values: what the cards' extractors recognize
     /// (`true`: a value), and dates, times and words of a key's description (`false`).
     #[cfg(feature = "semantic")]
-    fn value_spans(&self, query: &str, norm: &Normalized, parts: &QueryParts) -> Vec<(usize, usize, bool)> {
-        let mut spans: Vec<(usize, usize, bool)> =
+    fn value_spans(&self, query: &str, norm: &Normalized, parts: &QueryParts) -> Vec<ValueSpan> {
+        let mut spans: Vec<ValueSpan> =
             self.entities.find_all(query, norm).into_iter().map(|(_, (s, e, _))| (s, e, true)).collect();
         spans.extend(parts.when.iter().map(|&(s, e)| (s, e, false)));
         spans.extend(
@@ -2512,6 +2513,12 @@ static ADDS: LazyLock<Regex> = LazyLock::new(|| {
 static ALSO: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(adds_zh!(), r"|(?-u:\b)(?:also|plus|as well as)(?-u:\b)")).expect("static regex")
 });
+
+/// A span (byte offsets) of the query that gives a value: `true` for a value the cards'
+/// extractors recognize, `false` for a date, a time or a word of a key's description
+/// (`Recognizer::value_spans`).
+#[cfg(feature = "semantic")]
+type ValueSpan = (usize, usize, bool);
 
 /// Whether the query names the card: a keyword, or an entity with words of the card beside it (a
 /// value alone, such as a flat number given as context, asks for nothing). A card selected
