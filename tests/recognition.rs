@@ -572,6 +572,22 @@ fn recognition_report_thirtyninth_config_written_blind() {
     assert_floors(&evaluate("thirtyninth_queries.yaml"), 68.0, 65.0, 50.0);
 }
 
+/// The fortieth set (a music school with instrument rental and repair), written blind by a
+/// helper at the start of 27 Nov's fifth session.
+#[test]
+fn recognition_report_fortieth_config_written_blind() {
+    // First run, before any reading of its misses: 43/60, paraphrases 20/32, out of scope 7/8.
+    assert_floors(&evaluate("fortieth_queries.yaml"), 70.0, 59.0, 75.0);
+}
+
+/// The forty-first set (a translation and document legalization agency), written like the
+/// fortieth.
+#[test]
+fn recognition_report_fortyfirst_config_written_blind() {
+    // First run, before any reading of its misses: 49/60, paraphrases 23/32, out of scope 6/8.
+    assert_floors(&evaluate("fortyfirst_queries.yaml"), 80.0, 68.0, 62.0);
+}
+
 /// A lone topical candidate under the selection threshold is planned when no other card comes
 /// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
 /// query asks like one in a single clause.
