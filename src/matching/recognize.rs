@@ -1265,7 +1265,8 @@ impl Recognizer {
         let mut selected: Vec<Selected> = Vec::new();
         let mut candidates: Vec<CardScore> = Vec::new();
         let mut uncertain: Vec<CardScore> = Vec::new();
-        let mut keyword_found: Vec<String> = Vec::new();
+        // Selected by keyword or as the best card of two clauses: no near tie makes it ask.
+        let mut settled: Vec<String> = Vec::new();
         let mut negated: Vec<String> = Vec::new();
         let mut clause_of: HashMap<String, usize> = HashMap::new();
         let mut topical: HashSet<String> = HashSet::new();
@@ -1285,8 +1286,8 @@ impl Recognizer {
                 // its 查 only).
                 agg.negated = None;
             }
-            if agg.keyword {
-                keyword_found.push(id.clone());
+            if agg.keyword || agg.top_clauses > 1 {
+                settled.push(id.clone());
             }
             if agg.selected.is_none() && agg.negated.is_some() {
                 negated.push(id.clone());
@@ -1330,7 +1331,7 @@ impl Recognizer {
                 });
             }
         }
-        if ambiguous(&selected, &candidates, &keyword_found, &negated, &clause_of) {
+        if ambiguous(&selected, &candidates, &settled, &negated, &clause_of) {
             // Two cards about as likely for the same clause, neither named: ask rather than
             // guess (Rasa's ambiguity threshold).
             selected.clear();
@@ -2640,18 +2641,21 @@ fn lone_in_clause(scored: &[ClauseScore]) -> Option<usize> {
     (own && best_conf >= LONE && runner_up <= best_conf * LONE_MARGIN).then_some(i)
 }
 
-/// One card selected, not by keyword, and another scored within [`AMBIGUITY`] of its confidence
-/// from the same clause (a rival in another clause is rather a second request that fell short);
-/// negated cards are no rivals.
+/// One card selected, not by keyword nor as the best of two clauses, and another scored within
+/// [`AMBIGUITY`] of its confidence from the same clause (a rival in another clause is rather a
+/// second request that fell short); negated cards are no rivals. A card that two clauses choose
+/// ("My marriage certificate is going to be used in the UAE. Does it have to go through the
+/// Foreign Ministry…": legalization, the only card of the second clause) is not in doubt over
+/// the one where a rival comes near it.
 fn ambiguous(
     selected: &[Selected],
     candidates: &[CardScore],
-    keyword_found: &[String],
+    settled: &[String],
     negated: &[String],
     clause_of: &HashMap<String, usize>,
 ) -> bool {
     let [only] = selected else { return false };
-    if keyword_found.contains(&only.id) {
+    if settled.contains(&only.id) {
         return false;
     }
     let clause = clause_of.get(&only.id);
@@ -2681,6 +2685,8 @@ struct CardAgg {
     spans: Vec<(usize, usize)>,
     /// Selected in a clause where it was the best card (not only alongside a better one).
     selected_top: bool,
+    /// The number of clauses where it was selected as the best card.
+    top_clauses: usize,
     /// Its anchor in that clause.
     anchor: Option<usize>,
     /// Its best raw score in the clauses that negated it, and in the others.
@@ -2700,6 +2706,7 @@ fn merge(per_card: &mut HashMap<u32, CardAgg>, scored: Vec<ClauseScore>, clause:
         if c.selected {
             agg.keyword |= c.keyword;
             agg.selected_top |= c.top;
+            agg.top_clauses += usize::from(c.top);
             let first = agg.selected.is_none();
             agg.selected = Some(agg.selected.map_or(c.offset, |o| o.min(c.offset)));
             if first || c.raw > agg.raw {
