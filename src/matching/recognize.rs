@@ -623,8 +623,8 @@ impl Recognizer {
             let content = || has_content((0, query.len()));
             // Cues whose scope the encoder still reads (nothing taken out of the query).
             let cues = !parts.cues.is_empty() && meant == from_first_letter(query);
-            let joined = clauses.iter().any(|c| c.2);
-            self.semantic_stage(any_selected, topics, cues, joined, content, sims, &mut recognition);
+            let read = Read { cues, joined: clauses.iter().any(|c| c.2) };
+            self.semantic_stage(any_selected, topics, read, content, sims, &mut recognition);
             self.settle_question(any_selected, topics, content, sims, &mut recognition);
         }
         #[cfg(feature = "semantic")]
@@ -785,12 +785,12 @@ impl Recognizer {
     ///   finds one card [`clear`](super::semantic_stage::clear)ly meant), gets the card it
     ///   clearly means, or a did-you-mean question led by its nearest cards;
     /// - a single card selected on words alone (no keyword, no entity), with no negation or
-    ///   correction in play that the encoder still reads (`cues`: the text it encodes is the
+    ///   correction in play that the encoder still reads (`read.cues`: the text it encodes is the
     ///   whole query; see `meant_text`), is put in doubt when the encoder finds another card clearly closer
     ///   in meaning (by [`OVERRIDE`](super::semantic_stage::OVERRIDE)): a word of one card's
     ///   field used for another card's job. The stage then decides as for no card, the lexical
     ///   pick being its rival: usually a question between the two. Before that, when no clause
-    ///   is a joined request of its own (`joined`: its card is found by `clause_by_meaning`),
+    ///   is a joined request of its own (`read.joined`: its card is found by `clause_by_meaning`),
     ///   a nearest card reaching [`SWAP_FLOOR`](super::semantic_stage::SWAP_FLOOR) and leading
     ///   the pick by [`SWAP`](super::semantic_stage::SWAP) is planned in its place.
     ///
@@ -800,8 +800,7 @@ impl Recognizer {
         &self,
         any_selected: bool,
         topics: Topics,
-        cues: bool,
-        joined: bool,
+        read: Read,
         content: impl Fn() -> bool,
         sims: impl Fn() -> Vec<super::semantic_stage::Similarity>,
         recognition: &mut Recognition,
@@ -836,7 +835,7 @@ impl Recognizer {
         }
         let [only] = recognition.selected.as_slice() else { return };
         let strong = |e: &Evidence| matches!(e, Evidence::Keyword { .. } | Evidence::Entity { .. });
-        if cues || recognition.score(&only.id).is_some_and(|c| c.evidence.iter().any(strong)) || !content() {
+        if read.cues || recognition.score(&only.id).is_some_and(|c| c.evidence.iter().any(strong)) || !content() {
             return;
         }
         let sims = sims();
@@ -845,8 +844,8 @@ impl Recognizer {
         let Some(best) = sims.first() else { return };
         let nearest = &self.cards[best.card as usize].id;
         let negated = recognition.score(nearest).is_some_and(CardScore::negated);
-        if !joined && nearest != &id && !negated && best.cosine >= SWAP_FLOOR && best.cosine - own >= SWAP {
-            let best = best.clone();
+        if !read.joined && nearest != &id && !negated && best.cosine >= SWAP_FLOOR && best.cosine - own >= SWAP {
+            let best = *best;
             let nearest = nearest.clone();
             recognition.uncertain.retain(|c| c.id != nearest);
             let confidence = round2(super::semantic_stage::confidence(best.cosine));
@@ -2682,6 +2681,16 @@ fn ambiguous(
             && c.confidence >= UNCERTAIN
             && c.confidence >= only.confidence - AMBIGUITY
     })
+}
+
+/// What the semantic stage must respect of how the query reads: a negation or correction the
+/// encoder still reads (`cues`), and a clause that a connective makes a request of its own
+/// (`joined`).
+#[cfg(feature = "semantic")]
+#[derive(Debug, Clone, Copy)]
+struct Read {
+    cues: bool,
+    joined: bool,
 }
 
 #[derive(Default)]
