@@ -306,10 +306,7 @@ fn recognition_report_eleventh_config_written_blind() {
 fn recognition_report_twelfth_config_written_blind() {
     // First run, before any change made after reading it: 42/60, paraphrases 20/32, out of scope
     // 6/8 (with the lexicon as it was before the HR / IT groups written blind: 39/60, 18/32).
-    // Out of scope 62 since a nearer card replaces a lexical pick made on words (`SWAP`, +13
-    // exact on the held-out sets): "What's the company policy on working from home…" now plans
-    // the onboarding card.
-    assert_floors(&evaluate("twelfth_queries.yaml"), 83.0, 78.0, 62.0);
+    assert_floors(&evaluate("twelfth_queries.yaml"), 83.0, 78.0, 75.0);
 }
 
 /// The thirteenth set (a utility company and a city's municipal hotline) was written blind by a
@@ -682,20 +679,6 @@ fn a_joined_request_is_planned_on_a_clear_lead_of_its_clause() {
     assert_eq!(sorted(&routed(&streaming, q).0), ["content_request_agent", "playback_agent"]);
 }
 
-/// A single card picked on words alone gives way to a card clearly nearer in meaning (`SWAP`):
-/// "checked out" is no cinema ticket here. A query with a joined request keeps its lexical pick
-/// beside the joined clause's own card, rather than trading one for the other.
-#[cfg(feature = "semantic")]
-#[test]
-fn a_nearer_card_replaces_a_pick_made_on_words() {
-    let tenth = eval_config("tenth").load();
-    let q = "The novels I checked out are due Friday, can I keep them another week?";
-    assert_eq!(routed(&tenth, q).0, ["library_agent"]);
-    let pharmacy = eval_config("twentyfourth").load();
-    let q = "帮我把这个月的降压药续上，顺便直接送到家里吧，我这周出不了门";
-    assert_eq!(sorted(&routed(&pharmacy, q).0), ["home_delivery_agent", "rx_refill_agent"]);
-}
-
 /// A card chosen as the best of two clauses is not in doubt over the clause where a rival comes
 /// near it: "…is going to be used in Spain" alone is as much a certified translation as a
 /// legalization, and asks; a second clause asking about the Foreign Ministry chooses. (Tuned on
@@ -1011,19 +994,25 @@ fn selected(rec: &switchboard::matching::recognize::Recognition) -> Vec<&str> {
     rec.selected.iter().map(|s| s.id.as_str()).collect()
 }
 
-/// A near tie of the lexical stage (room service and housekeeping both fit "sent up to room
+/// A near tie of the lexical stage (room service and housekeeping both fit "send … up to room
 /// 715") is settled when the encoder finds the lexical stage's best card the nearest too.
 #[cfg(feature = "semantic")]
 #[test]
 fn the_two_stages_agreeing_settle_a_near_tie() {
     let handle = eval_config("eighteenth");
     let registry = handle.load();
-    let q = "Can I get a club sandwich and a bottle of red sent up to room 715? We're starving.";
+    let q = "Could you send a bottle of red up to room 715?";
     let rec = registry.recognizer.recognize(q);
     assert_eq!(selected(&rec), ["room_service_agent"], "{rec:?}");
     assert!(rec.by_meaning, "{rec:?}");
     let rival = rec.score("housekeeping_agent").map_or(0.0, |c| c.confidence);
     assert!(rival >= switchboard::matching::recognize::SELECT, "the words alone were a near tie: {rec:?}");
+    assert_eq!(routed(&registry, q).0, ["room_service_agent"]);
+    // With a club sandwich in a clause of its own, both clauses choose room service: the words
+    // settle it without the encoder.
+    let q = "Can I get a club sandwich and a bottle of red sent up to room 715? We're starving.";
+    let rec = registry.recognizer.recognize(q);
+    assert_eq!(selected(&rec), ["room_service_agent"], "{rec:?}");
     assert_eq!(routed(&registry, q).0, ["room_service_agent"]);
 }
 

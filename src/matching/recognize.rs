@@ -616,15 +616,15 @@ impl Recognizer {
         {
             // The query's similarities to the cards: one encoding, made only if a step needs it.
             let sims = std::cell::OnceCell::new();
-            let meant = meant_text(query, &norm, &parts.cues, recognition.candidates.iter().any(CardScore::negated));
+            let negated = recognition.candidates.iter().any(CardScore::negated);
+            let meant = meant_text(query, &norm, &parts.cues, negated);
             let sims = || sims.get_or_init(|| self.meaning.similarities(&meant)).clone();
             self.drop_value_only(query, || &spans().0, &picks, &mut recognition);
             self.drop_weak_companions(query, &picks, sims, &mut recognition);
             let content = || has_content((0, query.len()));
             // Cues whose scope the encoder still reads (nothing taken out of the query).
             let cues = !parts.cues.is_empty() && meant == from_first_letter(query);
-            let read = Read { cues, joined: clauses.iter().any(|c| c.2) };
-            self.semantic_stage(any_selected, topics, read, content, sims, &mut recognition);
+            self.semantic_stage(any_selected, topics, cues, content, sims, &mut recognition);
             self.settle_question(any_selected, topics, content, sims, &mut recognition);
         }
         #[cfg(feature = "semantic")]
@@ -785,14 +785,11 @@ impl Recognizer {
     ///   finds one card [`clear`](super::semantic_stage::clear)ly meant), gets the card it
     ///   clearly means, or a did-you-mean question led by its nearest cards;
     /// - a single card selected on words alone (no keyword, no entity), with no negation or
-    ///   correction in play that the encoder still reads (`read.cues`: the text it encodes is the
+    ///   correction in play that the encoder still reads (`cues`: the text it encodes is the
     ///   whole query; see `meant_text`), is put in doubt when the encoder finds another card clearly closer
     ///   in meaning (by [`OVERRIDE`](super::semantic_stage::OVERRIDE)): a word of one card's
     ///   field used for another card's job. The stage then decides as for no card, the lexical
-    ///   pick being its rival: usually a question between the two. Before that, when no clause
-    ///   is a joined request of its own (`read.joined`: its card is found by `clause_by_meaning`),
-    ///   a nearest card reaching [`SWAP_FLOOR`](super::semantic_stage::SWAP_FLOOR) and leading
-    ///   the pick by [`SWAP`](super::semantic_stage::SWAP) is planned in its place.
+    ///   pick being its rival: usually a question between the two.
     ///
     /// Cards the lexical stage found negated are never picked.
     #[cfg(feature = "semantic")]
@@ -800,12 +797,12 @@ impl Recognizer {
         &self,
         any_selected: bool,
         topics: Topics,
-        read: Read,
+        cues: bool,
         content: impl Fn() -> bool,
         sims: impl Fn() -> Vec<super::semantic_stage::Similarity>,
         recognition: &mut Recognition,
     ) {
-        use super::semantic_stage::{OVERRIDE, SELECT as SEMANTIC_SELECT, SWAP, SWAP_FLOOR};
+        use super::semantic_stage::{OVERRIDE, SELECT as SEMANTIC_SELECT};
         if !any_selected && recognition.selected.is_empty() {
             // A query more about topics no card covers than covered ones is left out of scope,
             // unless the encoder finds one card clearly meant that the lexical stage found too
@@ -835,25 +832,13 @@ impl Recognizer {
         }
         let [only] = recognition.selected.as_slice() else { return };
         let strong = |e: &Evidence| matches!(e, Evidence::Keyword { .. } | Evidence::Entity { .. });
-        if read.cues || recognition.score(&only.id).is_some_and(|c| c.evidence.iter().any(strong)) || !content() {
+        if cues || recognition.score(&only.id).is_some_and(|c| c.evidence.iter().any(strong)) || !content() {
             return;
         }
         let sims = sims();
         let id = only.id.clone();
         let own = sims.iter().find(|s| self.cards[s.card as usize].id == id).map_or(-1.0, |s| s.cosine);
         let Some(best) = sims.first() else { return };
-        let nearest = &self.cards[best.card as usize].id;
-        let negated = recognition.score(nearest).is_some_and(CardScore::negated);
-        if !read.joined && nearest != &id && !negated && best.cosine >= SWAP_FLOOR && best.cosine - own >= SWAP {
-            let best = *best;
-            let nearest = nearest.clone();
-            recognition.uncertain.retain(|c| c.id != nearest);
-            let confidence = round2(super::semantic_stage::confidence(best.cosine));
-            recognition.selected = vec![Selected { id: nearest, offset: 0, confidence, anchor: None }];
-            recognition.by_meaning = true;
-            self.note_semantic(best, recognition);
-            return;
-        }
         if self.cards[best.card as usize].id != id && best.cosine >= SEMANTIC_SELECT && best.cosine - own >= OVERRIDE {
             recognition.selected.clear();
             self.by_meaning(sims, recognition);
@@ -2681,16 +2666,6 @@ fn ambiguous(
             && c.confidence >= UNCERTAIN
             && c.confidence >= only.confidence - AMBIGUITY
     })
-}
-
-/// What the semantic stage must respect of how the query reads: a negation or correction the
-/// encoder still reads (`cues`), and a clause that a connective makes a request of its own
-/// (`joined`).
-#[cfg(feature = "semantic")]
-#[derive(Debug, Clone, Copy)]
-struct Read {
-    cues: bool,
-    joined: bool,
 }
 
 #[derive(Default)]

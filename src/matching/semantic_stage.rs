@@ -32,16 +32,6 @@ pub const OFFER: f32 = 0.28;
 /// stage then decides as for a query with no card, the lexical pick being its rival (so,
 /// usually, the turn asks between the two; see [`DISAGREE`]).
 pub const OVERRIDE: f32 = 0.15;
-/// A single card the lexical stage selected on words alone gives way to the card the query is
-/// closest to in meaning when that card leads it by this much of cosine and reaches
-/// [`SWAP_FLOOR`], in a query with no joined request: the nearer card is planned instead (a word
-/// of one card's field used for another card's job: "The novels I checked out are due Friday,
-/// can I keep them another week?" is no cinema ticket). Chosen on the held-out sets' single-card
-/// plans (27 Nov, fifth session; README, "Recognition"), so in-sample there: +13 exact of 1,680,
-/// out-of-scope precision -2; on the tune sets, -1.
-pub const SWAP: f32 = 0.08;
-/// The least cosine of the nearer card for [`SWAP`].
-pub const SWAP_FLOOR: f32 = 0.3;
 /// When the lexical stage's best plausible card is another card with at least this confidence,
 /// the stage does not plan its pick but asks between the two.
 pub const DISAGREE: f32 = 0.4;
