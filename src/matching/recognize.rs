@@ -2502,14 +2502,20 @@ macro_rules! adds_zh {
     };
 }
 
+/// The English connectives that add a request, shared like [`adds_zh`].
+macro_rules! adds_en {
+    () => {
+        "and|then|also|plus|as well as|separately|additionally"
+    };
+}
+
 /// Connectives adding a request ("A, and also B"): both sides are requests of their own.
-static ADDS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(adds_zh!(), r"|(?-u:\b)(?:and|then|also|plus|as well as|separately|additionally)(?-u:\b)"))
-        .expect("static regex")
-});
+static ADDS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(concat!(adds_zh!(), r"|(?-u:\b)(?:", adds_en!(), r")(?-u:\b)")).expect("static regex"));
 
 /// The connectives of [`ADDS`] but English "and" and "then", which also join the sentences of a
-/// story ("it spins forever and then shows error 1003").
+/// story ("it spins forever and then shows error 1003"), and "separately" / "additionally"
+/// (added to [`ADDS`] later, not measured here).
 #[cfg(feature = "semantic")]
 static ALSO: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(adds_zh!(), r"|(?-u:\b)(?:also|plus|as well as)(?-u:\b)")).expect("static regex")
@@ -2790,7 +2796,9 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
             r"[，,。；;!！？?、\n]+|\.(?:\s|$)+|\s*(?:",
             adds_zh!(),
             r"|但是|不过|可是|而是)\s*|",
-            r"(?-u:\b)(?:and|then|also|plus|but|as well as|separately|additionally)(?-u:\b)"
+            r"(?-u:\b)(?:",
+            adds_en!(),
+            r"|but)(?-u:\b)"
         ))
         .expect("static regex")
     });
