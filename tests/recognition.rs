@@ -588,6 +588,22 @@ fn recognition_report_fortyfirst_config_written_blind() {
     assert_floors(&evaluate("fortyfirst_queries.yaml"), 80.0, 68.0, 62.0);
 }
 
+/// The forty-second set (a florist and plant shop), written blind by a helper at the start of
+/// 27 Nov's sixth session.
+#[test]
+fn recognition_report_fortysecond_config_written_blind() {
+    // First run, before any reading of its misses: 46/60, paraphrases 25/32, out of scope 6/8.
+    assert_floors(&evaluate("fortysecond_queries.yaml"), 75.0, 75.0, 62.0);
+}
+
+/// The forty-third set (a campsite, RV park and glamping operator), written like the
+/// forty-second.
+#[test]
+fn recognition_report_fortythird_config_written_blind() {
+    // First run, before any reading of its misses: 53/60, paraphrases 29/32, out of scope 8/8.
+    assert_floors(&evaluate("fortythird_queries.yaml"), 86.0, 87.0, 87.0);
+}
+
 /// A lone topical candidate under the selection threshold is planned when no other card comes
 /// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
 /// query asks like one in a single clause.
