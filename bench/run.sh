@@ -52,7 +52,16 @@ log() { printf '%s\n' "$*" >&2; }
 
 # --- what the benchmark needs, from the package registries ------------------------------------
 install() {
-  [ "${SKIP_INSTALL:-0}" = 1 ] && return
+  [ "${SKIP_INSTALL:-0}" = 1 ] || install_packages
+  if [ -z "${SWITCHBOARD_BIN:-}" ] || [ -z "${FLOOR_BIN:-}" ]; then
+    (cd "$ROOT" && cargo build --release --locked --bin switchboard --example bench_floor)
+  fi
+  SWITCHBOARD_BIN=${SWITCHBOARD_BIN:-$ROOT/target/release/switchboard}
+  FLOOR_BIN=${FLOOR_BIN:-$ROOT/target/release/examples/bench_floor}
+}
+
+# nginx, wrk and curl from Debian's packages; the Python peer's venv (compare mode).
+install_packages() {
   local missing=()
   command -v nginx >/dev/null || missing+=(nginx-light)
   command -v wrk >/dev/null || missing+=(wrk)
@@ -64,11 +73,6 @@ install() {
     python3 -m venv "$BENCH/peers/.venv"
     "$BENCH/peers/.venv/bin/pip" install -q -r "$BENCH/peers/requirements.txt"
   fi
-  if [ -z "${SWITCHBOARD_BIN:-}" ] || [ -z "${FLOOR_BIN:-}" ]; then
-    (cd "$ROOT" && cargo build --release --locked --bin switchboard --example bench_floor)
-  fi
-  SWITCHBOARD_BIN=${SWITCHBOARD_BIN:-$ROOT/target/release/switchboard}
-  FLOOR_BIN=${FLOOR_BIN:-$ROOT/target/release/examples/bench_floor}
 }
 
 # Waits (at most 30 s) until `url` answers.
