@@ -139,14 +139,33 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for MaskingStderr {
     }
 }
 
+/// What keeps the log writer thread running: hold it until the process ends; dropping it writes
+/// the lines still queued and stops the thread.
+#[must_use = "dropping the guard stops the log writer"]
+pub struct LogGuard(#[allow(dead_code)] tracing_appender::non_blocking::WorkerGuard);
+
+/// Lines queued for the log writer thread at most; a turn that logs past this waits for room
+/// (no line is dropped).
+const LOG_QUEUE_LINES: usize = 64 * 1024;
+
 /// Installs the global subscriber: `RUST_LOG` filter (default `info`), text (coloured only on a
 /// terminal, and not with `NO_COLOR` set) or JSON, and — built
 /// with `--features otel` and `OTEL_EXPORTER_OTLP_ENDPOINT` set — OTLP export of the spans.
-pub fn init() {
+///
+/// Lines are formatted where they are logged and handed to one writer thread
+/// (`tracing-appender`, lossless) that masks and writes them ([`MaskingStderr`]): a slow stderr
+/// (a full pipe to a log collector) and the masking never hold a request's worker thread. Keep
+/// the returned guard alive for as long as lines may be logged.
+pub fn init() -> LogGuard {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     use tracing_subscriber::Layer;
 
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .buffered_lines_limit(LOG_QUEUE_LINES)
+        .thread_name("log-writer")
+        .finish(MaskingStderr);
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
     let json = std::env::var("SWITCHBOARD_LOG_FORMAT").is_ok_and(|f| f == "json");
     let fmt = if json {
@@ -154,17 +173,18 @@ pub fn init() {
             .json()
             .with_current_span(true)
             .with_span_list(false)
-            .with_writer(MaskingStderr)
+            .with_writer(writer)
             .boxed()
     } else {
         // Colours only for a terminal: a log file or collector gets plain text.
         let ansi = std::io::IsTerminal::is_terminal(&io::stderr()) && std::env::var_os("NO_COLOR").is_none();
-        tracing_subscriber::fmt::layer().with_ansi(ansi).with_writer(MaskingStderr).boxed()
+        tracing_subscriber::fmt::layer().with_ansi(ansi).with_writer(writer).boxed()
     };
     let registry = tracing_subscriber::registry().with(filter).with(fmt);
     #[cfg(feature = "otel")]
     let registry = registry.with(otel::layer());
     registry.init();
+    LogGuard(guard)
 }
 
 #[cfg(feature = "otel")]

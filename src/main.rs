@@ -216,8 +216,8 @@ fn parse_slot(s: &str) -> Result<(String, String), String> {
     s.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())).ok_or_else(|| "expected key=value".to_string())
 }
 
-fn init_logging() {
-    switchboard::logging::init();
+fn init_logging() -> switchboard::logging::LogGuard {
+    switchboard::logging::init()
 }
 
 #[tokio::main]
@@ -272,7 +272,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve { config, listen, no_watch, store, limits } => {
-            init_logging();
+            let _logs = init_logging();
             let serving = limits.serve_options();
             let opts = AppOptions { watch_files: !no_watch, ..options(store, limits) };
             let state = app::build_state(&config, opts).await.map_err(print_start_error)?;
@@ -286,7 +286,7 @@ async fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
         #[cfg(feature = "demo")]
         Command::Demo { config, listen, agents_port_base, store, limits } => {
-            init_logging();
+            let _logs = init_logging();
             let serving = limits.serve_options();
             let endpoints = agents_port_base.map(app::demo_agent_ports).transpose()?;
             let opts = AppOptions { endpoints, ..options(store, limits) };
