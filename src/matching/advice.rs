@@ -1,10 +1,12 @@
 //! Advice requests: "推荐一家靠谱的婚礼司仪", "Which brand of tractor is best to buy?",
-//! "附近哪家修车店补胎便宜" ask for a recommendation, an opinion or the cheapest option. The
+//! "附近哪家修车店补胎便宜" ask for a recommendation, an opinion or the cheapest option, and
+//! "你们店还招人吗" or "how do I become a franchisee?" ask to work for the business. The
 //! capability cards of a registry are mostly services that do a job (book, report, refund,
 //! track), and a query of their field that asks for advice is usually out of scope for them: a
 //! card is only planned for it when its own texts say it advises ([`Advice::Recommend`]: 推荐,
 //! 对比, recommend, compare …) or, for the cheapest option ([`Advice::Cheapest`]), deals in
-//! prices, plans or billing (报价, 套餐, quote, price, plan …), or when the query names it by
+//! prices, plans or billing (报价, 套餐, quote, price, plan …), for work ([`Advice::Job`]) hires
+//! or takes partners on (招聘, 加盟, recruit, franchise …), or when the query names it by
 //! keyword (`Recognizer::set_aside_advice`). The rule comes from the evaluation sets'
 //! out-of-scope misses (README, "Recognition").
 
@@ -19,6 +21,10 @@ pub enum Advice {
     Recommend,
     /// The cheapest or best-value option.
     Cheapest,
+    /// Work for or with the business itself: a job, a franchise, a place as a merchant or rider
+    /// ("你们店还招人吗", "How do I become a franchisee?"). A service card of the field is not
+    /// meant unless its texts are about hiring or partners ([`served`]).
+    Job,
 }
 
 /// Cues of a recommendation in a query (lower-cased, as [`super::normalize`] leaves it).
@@ -42,6 +48,25 @@ static CHEAPEST: LazyLock<Regex> = LazyLock::new(|| {
         .expect("advice cues compile")
 });
 
+/// Cues of asking to work for or with the business: staff wanted (招 + a staff word, not 招生),
+/// applying, a CV, a franchise, signing up as a merchant or rider.
+static JOB: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"招聘|应聘|求职|简历|",
+        r"招(不招)?(人|兼职|全职|[^，。？！,.?!\s新学]{0,6}(店员|学徒|司机|骑手|员工|技师|人手|保安|护工|老师|教练|译员|管家|厨师|服务员|工程师|开发|经理))|",
+        r"\bhiring\b|\bjob (openings?|vacanc)|\bvacanc(y|ies)\b|\bapply for (a|the|any) (job|position)\b|",
+        r"\bwork(ing)? for you\b|\bfranchisee\b|\bmy (cv|resume)\b|\bmerchants? sign up\b|",
+        r"\bbecome an? (\w+ )?(franchisee|partner|merchant|rider|driver|courier|instructor|seller|vendor)\b"
+    ))
+    .expect("job cues compile")
+});
+
+/// Words with which a card's texts say it hires or takes partners on.
+static HIRES: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"招聘|招募|应聘|求职|入职|加盟|入驻|简历|岗位|recruit|hiring|careers?\b|\bjob (application|opening|posting)|open positions?|vacanc|franchis|onboard|applicant|\bcv\b|résumé")
+        .expect("hiring words compile")
+});
+
 /// Words with which a card's texts say it recommends or compares.
 static ADVISES: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"推荐|对比|比较|建议|选购|recommend|compar|suggest|advi[cs]e").expect("advice words compile")
@@ -58,7 +83,9 @@ static PRICES: LazyLock<Regex> = LazyLock::new(|| {
 
 /// The advice `query` (lower-cased) asks for, if it is an advice request.
 pub fn asked(query: &str) -> Option<Advice> {
-    if RECOMMEND.is_match(query) {
+    if JOB.is_match(query) {
+        Some(Advice::Job)
+    } else if RECOMMEND.is_match(query) {
         Some(Advice::Recommend)
     } else if CHEAPEST.is_match(query) {
         Some(Advice::Cheapest)
@@ -71,7 +98,11 @@ pub fn asked(query: &str) -> Option<Advice> {
 /// `card_text` serves an `advice` request: it recommends or compares, or, for the cheapest
 /// option, deals in prices, plans or billing.
 pub fn served(card_text: &str, advice: Advice) -> bool {
-    ADVISES.is_match(card_text) || (advice == Advice::Cheapest && PRICES.is_match(card_text))
+    match advice {
+        Advice::Job => HIRES.is_match(card_text),
+        Advice::Recommend => ADVISES.is_match(card_text),
+        Advice::Cheapest => ADVISES.is_match(card_text) || PRICES.is_match(card_text),
+    }
 }
 
 #[cfg(test)]
@@ -105,6 +136,34 @@ mod tests {
         ] {
             assert_eq!(asked(q), None, "{q}");
         }
+    }
+
+    #[test]
+    fn asking_for_work_is_told_from_enrolling_and_from_a_job_search_errand() {
+        for q in [
+            "你们店还招人吗，我在眼镜店做过三年店员",
+            "你们招不招钢琴老师，我是川音钢琴系毕业的",
+            "你们招兼职的法语译员吗，简历发到哪个邮箱",
+            "你们院现在招护工吗，我想来应聘",
+            "how do i sign up to become a delivery rider? what's the pay like?",
+            "i want to put my own restaurant on your app, how do merchants sign up?",
+            "how do i become a franchisee and open one of your bakeries in my city?",
+            "are you hiring weekend staff?",
+        ] {
+            assert_eq!(asked(q), Some(Advice::Job), "{q}");
+        }
+        for q in [
+            "明年小班还招不招新生",
+            "找工作要一份盖教务处公章的各科分数单，去哪开",
+            "before i put money into this franchise i'd like a lawyer to read the agreement",
+            "can a driver pick me up at 6?",
+        ] {
+            assert_ne!(asked(q), Some(Advice::Job), "{q}");
+        }
+        assert!(served("job applications\nsearch our open positions, apply for a job and track an application.", Advice::Job));
+        assert!(served("招聘\n查看在招岗位、投递简历", Advice::Job));
+        assert!(!served("print jobs\nresume a paused print job and track it.", Advice::Job));
+        assert!(!served("delivery complaints\nreport a rude rider or a late delivery.", Advice::Job));
     }
 
     #[test]
