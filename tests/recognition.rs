@@ -1227,6 +1227,22 @@ fn a_thanks_naming_the_teacher_asks_for_nothing() {
     assert_eq!(routed(&third.load(), "Thanks, doctor. Can I book a doctor for Monday?").0, ["clinic_agent"]);
 }
 
+/// A thanks that only praises what was done asks nothing of the card it names; praise followed
+/// by a request plans the request.
+#[test]
+fn a_thanks_praising_the_cake_orders_no_cake() {
+    let bakery = eval_config("thirtyseventh").load();
+    let turn = first_turn(&bakery, "Thanks! The cake last week was amazing, by the way.");
+    assert!(
+        matches!(turn.decision, Decision::Direct(switchboard::planner::SimpleIntent::Thanks)),
+        "{:?}",
+        turn.decision
+    );
+    let (agents, _) =
+        routed(&bakery, "Thanks, the cake last week was amazing! Could I order another birthday cake for Friday?");
+    assert_eq!(agents, ["custom_cake_agent"]);
+}
+
 /// "Never mind the X, …" sets a card aside and asks for another: recognized (here a question
 /// with the trade-in card first), never acknowledged as a cancel; "never mind" alone cancels.
 #[test]

@@ -201,6 +201,29 @@ pub fn thanks_addressed(lower: &str, recognition: &Recognition) -> bool {
         })
 }
 
+/// Whether a thanks only praises what was done ("Thanks! The cake last week was amazing, by the
+/// way.", "谢谢，花很漂亮"): it holds a word of praise and nothing that asks (a question mark, a
+/// question or request word: can, please, need, how …, 帮, 想, 吗 …), adds (also, 另外, 顺便),
+/// contrasts or reports a fault (but, not, late, broken …, 但, 不, 没, 坏 …; 不错 is praise). A
+/// card the praise names is not asked for.
+pub fn thanks_praise_only(lower: &str) -> bool {
+    static PRAISE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(concat!(
+            r"(?-u:\b)(?:amazing|great|delicious|lovely|loved|perfect|wonderful|awesome|fantastic|excellent|beautiful)(?-u:\b)",
+            r"|好吃|太棒|很棒|真棒|满意|好评|不错|漂亮|好看|喜欢"
+        ))
+        .expect("static regex")
+    });
+    static ASKS_OR_FAULT: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(concat!(
+            r"[?？]|(?-u:\b)(?:can|could|would|will|please|need|want|like to|how|what|when|where|why|which|who|help|also|another|but|however|though|except|not|no|never|late|wrong|broken|missing|damaged)(?-u:\b)|n't",
+            r"|帮|请|想|要|能|吗|呢|怎么|什么|哪|多少|几|还有|另外|顺便|再|但|不过|可是|只是|就是|没|不|坏|错|迟|晚|差|投诉|问题"
+        ))
+        .expect("static regex")
+    });
+    PRAISE.is_match(lower) && !ASKS_OR_FAULT.is_match(&lower.replace("不错", ""))
+}
+
 /// Enabled agents the query confidently asks for, ordered by first mention:
 /// `(offset, agent id)` (the `selected` cards of [`recognize`]).
 pub fn match_agents(registry: &Registry, query: &str) -> Vec<(usize, String)> {
@@ -227,6 +250,23 @@ mod tests {
         )
         .unwrap()
         .load()
+    }
+
+    #[test]
+    fn a_thanks_that_only_praises_asks_for_nothing() {
+        for q in ["Thanks! The cake last week was amazing, by the way.", "谢谢，花很漂亮", "谢谢，蛋糕很不错"]
+        {
+            assert!(thanks_praise_only(&q.to_lowercase()), "{q}");
+        }
+        for q in [
+            "Thanks, the cake was great. Could I order another for Friday?",
+            "Thanks, the cake was great but the box was crushed",
+            "谢谢，蛋糕很好吃，再帮我订一个",
+            "谢谢，蛋糕很好吃，就是送晚了",
+            "Thanks, that's all I needed",
+        ] {
+            assert!(!thanks_praise_only(&q.to_lowercase()), "{q}");
+        }
     }
 
     #[test]

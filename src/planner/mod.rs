@@ -210,8 +210,10 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
     let recognition = intent::recognize(registry, input.query);
     let simple = intent::simple_intent_beside(registry, &lower, &recognition);
     // A greeting, thanks or small talk that only resembles a card in meaning asks for nothing,
-    // nor does a thanks naming whom it thanks ("谢谢老师" beside a teacher-message card).
-    let addressed = simple == Some(SimpleIntent::Thanks) && intent::thanks_addressed(&lower, &recognition);
+    // nor does a thanks naming whom it thanks ("谢谢老师" beside a teacher-message card) or only
+    // praising what was done ("Thanks! The cake was amazing").
+    let addressed = simple == Some(SimpleIntent::Thanks)
+        && (intent::thanks_addressed(&lower, &recognition) || intent::thanks_praise_only(&lower));
     let hits = if (recognition.by_meaning && simple.is_some()) || addressed { Vec::new() } else { recognition.hits() };
     let cancel = intent::is_cancel(registry, &lower);
     let result = intent_result(&recognition, simple, &input);
