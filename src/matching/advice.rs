@@ -160,7 +160,10 @@ mod tests {
         ] {
             assert_ne!(asked(q), Some(Advice::Job), "{q}");
         }
-        assert!(served("job applications\nsearch our open positions, apply for a job and track an application.", Advice::Job));
+        assert!(served(
+            "job applications\nsearch our open positions, apply for a job and track an application.",
+            Advice::Job
+        ));
         assert!(served("招聘\n查看在招岗位、投递简历", Advice::Job));
         assert!(!served("print jobs\nresume a paused print job and track it.", Advice::Job));
         assert!(!served("delivery complaints\nreport a rude rider or a late delivery.", Advice::Job));
