@@ -1,13 +1,15 @@
 //! Advice requests: "推荐一家靠谱的婚礼司仪", "Which brand of tractor is best to buy?",
-//! "附近哪家修车店补胎便宜" ask for a recommendation, an opinion or the cheapest option, and
-//! "你们店还招人吗" or "how do I become a franchisee?" ask to work for the business. The
-//! capability cards of a registry are mostly services that do a job (book, report, refund,
-//! track), and a query of their field that asks for advice is usually out of scope for them: a
-//! card is only planned for it when its own texts say it advises ([`Advice::Recommend`]: 推荐,
-//! 对比, recommend, compare …) or, for the cheapest option ([`Advice::Cheapest`]), deals in
-//! prices, plans or billing (报价, 套餐, quote, price, plan …), for work ([`Advice::Job`]) hires
-//! or takes partners on (招聘, 加盟, recruit, franchise …), or when the query names it by
-//! keyword (`Recognizer::set_aside_advice`). The rule comes from the evaluation sets'
+//! "附近哪家修车店补胎便宜" ask for a recommendation, an opinion or the cheapest option;
+//! "你们店还招人吗" or "how do I become a franchisee?" ask to work for the business;
+//! "你们收二手家具吗" asks to buy or sell used goods. The capability cards of a registry are
+//! mostly services that do a job (book, report, refund, track), and a query of their field that
+//! asks for advice is usually out of scope for them: a card is only planned for it when its own
+//! texts say it advises ([`Advice::Recommend`]: 推荐, 对比, recommend, compare …) or, for the
+//! cheapest option ([`Advice::Cheapest`]), deals in prices, plans or billing (报价, 套餐, quote,
+//! price, plan …); for work ([`Advice::Job`]) when they hire or take partners on (招聘, 加盟,
+//! recruit, franchise …); for used goods ([`Advice::UsedGoods`]) when they deal in them (二手,
+//! 回收, 以旧换新, second-hand, trade-in …); or when the query names it by keyword
+//! (`Recognizer::set_aside_advice`). The rule comes from the evaluation sets'
 //! out-of-scope misses (README, "Recognition").
 
 use std::sync::LazyLock;
@@ -21,6 +23,9 @@ pub enum Advice {
     Recommend,
     /// The cheapest or best-value option.
     Cheapest,
+    /// Used goods bought or sold ("你们收二手家具吗", "Do you buy back old designer frames?"):
+    /// not meant of a card whose texts deal in no used goods ([`served`]).
+    UsedGoods,
     /// Work for or with the business itself: a job, a franchise, a place as a merchant or rider
     /// ("你们店还招人吗", "How do I become a franchisee?"). A service card of the field is not
     /// meant unless its texts are about hiring or partners ([`served`]).
@@ -61,6 +66,21 @@ static JOB: LazyLock<Regex> = LazyLock::new(|| {
     .expect("job cues compile")
 });
 
+/// Cues of used goods bought or sold.
+static USED_GOODS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"二手|回收|收旧|\bsecond-?hand\b|\bpre-owned\b|\bbuy (\w+ )?back\b|\bbuy-?back\b")
+        .expect("used-goods cues compile")
+});
+
+/// Words with which a card's texts say it deals in used goods.
+static DEALS_USED: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"二手|回收|旧.{0,2}换新|折价|以旧|置换|",
+        r"\bsecond-?hand\b|\bpre-owned\b|\bused\b|trade-?in|buy-?back|resale|resell|refurbish"
+    ))
+    .expect("used-goods words compile")
+});
+
 /// Words with which a card's texts say it hires or takes partners on.
 static HIRES: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"招聘|招募|应聘|求职|入职|加盟|入驻|简历|岗位|recruit|hiring|careers?\b|\bjob (application|opening|posting)|open positions?|vacanc|franchis|onboard|applicant|\bcv\b|résumé")
@@ -89,6 +109,8 @@ pub fn asked(query: &str) -> Option<Advice> {
         Some(Advice::Recommend)
     } else if CHEAPEST.is_match(query) {
         Some(Advice::Cheapest)
+    } else if USED_GOODS.is_match(query) {
+        Some(Advice::UsedGoods)
     } else {
         None
     }
@@ -100,6 +122,7 @@ pub fn asked(query: &str) -> Option<Advice> {
 pub fn served(card_text: &str, advice: Advice) -> bool {
     match advice {
         Advice::Job => HIRES.is_match(card_text),
+        Advice::UsedGoods => DEALS_USED.is_match(card_text),
         Advice::Recommend => ADVISES.is_match(card_text),
         Advice::Cheapest => ADVISES.is_match(card_text) || PRICES.is_match(card_text),
     }
@@ -167,6 +190,21 @@ mod tests {
         assert!(served("招聘\n查看在招岗位、投递简历", Advice::Job));
         assert!(!served("print jobs\nresume a paused print job and track it.", Advice::Job));
         assert!(!served("delivery complaints\nreport a rude rider or a late delivery.", Advice::Job));
+    }
+
+    #[test]
+    fn used_goods_are_asked_only_of_a_card_dealing_in_them() {
+        for q in [
+            "家里有旧沙发旧床垫想处理掉，你们收二手家具吗",
+            "do you guys sell second-hand washing machines?",
+            "do you buy back old designer frames for cash?",
+        ] {
+            assert_eq!(asked(q), Some(Advice::UsedGoods), "{q}");
+        }
+        assert_eq!(asked("my marriage certificate is going to be used in the uae"), None);
+        assert!(served("乐器选购\n购买新琴和二手琴，旧琴折价换新。", Advice::UsedGoods));
+        assert!(served("trade-in\nvalues your car as a trade-in.", Advice::UsedGoods));
+        assert!(!served("warranty and returns\nrepairs and replaces frames under warranty.", Advice::UsedGoods));
     }
 
     #[test]
