@@ -32,24 +32,26 @@ pub enum Advice {
     Job,
 }
 
-/// Cues of a recommendation in a query (lower-cased, as [`super::normalize`] leaves it).
+/// Cues of a recommendation in a query (lower-cased, as [`super::normalize`] leaves it). Word
+/// boundaries in these patterns are ASCII ones (`(?-u:\b)`): with Unicode ones the lazy DFA gives
+/// up on Chinese text, and every query runs them.
 static RECOMMEND: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"推荐|值得(买|去|看)|有什么好(吃|玩|看|用)的|",
         r"哪(个|家|款|种|所|位|里)[^，。？！,.?!\s]{0,8}(好|靠谱|实用|耐用|省电|省油|合适|可靠|值得)|",
         r"(买|选|挑)(什么|哪个|哪款)[^，。？！,.?!\s]{0,6}(好|合适|靠谱)|",
         r"(哪个|哪些|哪款|什么)(牌子|品牌)|",
-        r"\brecommend|\bsuggest (a|an|some|me)\b|",
-        r"\bwhich (brand|model|school|one|place)\b[^.?!]{0,30}\b(best|better|good|reliable)\b|",
-        r"\bwhich (one )?is (better|best|more (reliable|practical|durable|useful)|the most (reliable|practical|durable|useful))\b|",
-        r"\bwhat(’s|'s| is) the best (brand|place|model|one)\b"
+        r"(?-u:\b)recommend|(?-u:\b)suggest (a|an|some|me)(?-u:\b)|",
+        r"(?-u:\b)which (brand|model|school|one|place)(?-u:\b)[^.?!]{0,30}(?-u:\b)(best|better|good|reliable)(?-u:\b)|",
+        r"(?-u:\b)which (one )?is (better|best|more (reliable|practical|durable|useful)|the most (reliable|practical|durable|useful))(?-u:\b)|",
+        r"(?-u:\b)what(’s|'s| is) the best (brand|place|model|one)(?-u:\b)"
     ))
     .expect("advice cues compile")
 });
 
 /// Cues of a request for the cheapest option.
 static CHEAPEST: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"性价比|划算|哪(个|家|款|种|里)[^，。？！,.?!\s]{0,8}便宜|\bcheapest\b|\bwhich is cheaper\b")
+    Regex::new(r"性价比|划算|哪(个|家|款|种|里)[^，。？！,.?!\s]{0,8}便宜|(?-u:\b)cheapest(?-u:\b)|(?-u:\b)which is cheaper(?-u:\b)")
         .expect("advice cues compile")
 });
 
@@ -59,16 +61,16 @@ static JOB: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"招聘|应聘|求职|简历|",
         r"招(不招)?(人|兼职|全职|[^，。？！,.?!\s新学]{0,6}(店员|学徒|司机|骑手|员工|技师|人手|保安|护工|老师|教练|译员|管家|厨师|服务员|工程师|开发|经理))|",
-        r"\bhiring\b|\bjob (openings?|vacanc)|\bvacanc(y|ies)\b|\bapply for (a|the|any) (job|position)\b|",
-        r"\bwork(ing)? for you\b|\bfranchisee\b|\bmy (cv|resume)\b|\bmerchants? sign up\b|",
-        r"\bbecome an? (\w+ )?(franchisee|partner|merchant|rider|driver|courier|instructor|seller|vendor)\b"
+        r"(?-u:\b)hiring(?-u:\b)|(?-u:\b)job (openings?|vacanc)|(?-u:\b)vacanc(y|ies)(?-u:\b)|(?-u:\b)apply for (a|the|any) (job|position)(?-u:\b)|",
+        r"(?-u:\b)work(ing)? for you(?-u:\b)|(?-u:\b)franchisee(?-u:\b)|(?-u:\b)my (cv|resume)(?-u:\b)|(?-u:\b)merchants? sign up(?-u:\b)|",
+        r"(?-u:\b)become an? (\w+ )?(franchisee|partner|merchant|rider|driver|courier|instructor|seller|vendor)(?-u:\b)"
     ))
     .expect("job cues compile")
 });
 
 /// Cues of used goods bought or sold.
 static USED_GOODS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"二手|回收|收旧|\bsecond-?hand\b|\bpre-owned\b|\bbuy (\w+ )?back\b|\bbuy-?back\b")
+    Regex::new(r"二手|回收|收旧|(?-u:\b)second-?hand(?-u:\b)|(?-u:\b)pre-owned(?-u:\b)|(?-u:\b)buy (\w+ )?back(?-u:\b)|(?-u:\b)buy-?back(?-u:\b)")
         .expect("used-goods cues compile")
 });
 
@@ -76,14 +78,14 @@ static USED_GOODS: LazyLock<Regex> = LazyLock::new(|| {
 static DEALS_USED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"二手|回收|旧.{0,2}换新|折价|以旧|置换|",
-        r"\bsecond-?hand\b|\bpre-owned\b|\bused\b|trade-?in|buy-?back|resale|resell|refurbish"
+        r"(?-u:\b)second-?hand(?-u:\b)|(?-u:\b)pre-owned(?-u:\b)|(?-u:\b)used(?-u:\b)|trade-?in|buy-?back|resale|resell|refurbish"
     ))
     .expect("used-goods words compile")
 });
 
 /// Words with which a card's texts say it hires or takes partners on.
 static HIRES: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"招聘|招募|应聘|求职|入职|加盟|入驻|简历|岗位|recruit|hiring|careers?\b|\bjob (application|opening|posting)|open positions?|vacanc|franchis|onboard|applicant|\bcv\b|résumé")
+    Regex::new(r"招聘|招募|应聘|求职|入职|加盟|入驻|简历|岗位|recruit|hiring|careers?(?-u:\b)|(?-u:\b)job (application|opening|posting)|open positions?|vacanc|franchis|onboard|applicant|(?-u:\b)cv(?-u:\b)|résumé")
         .expect("hiring words compile")
 });
 
@@ -96,12 +98,13 @@ static ADVISES: LazyLock<Regex> = LazyLock::new(|| {
 static PRICES: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"报价|价格|费用|收费|多少钱|账单|计费|套餐|资费|",
-        r"\bquote|\bprice|\bpricing|\bcost|\bfees?\b|\bbill|\bplans?\b|membership|subscription"
+        r"(?-u:\b)quote|(?-u:\b)price|(?-u:\b)pricing|(?-u:\b)cost|(?-u:\b)fees?(?-u:\b)|(?-u:\b)bill|(?-u:\b)plans?(?-u:\b)|membership|subscription"
     ))
     .expect("price words compile")
 });
 
-/// The advice `query` (lower-cased) asks for, if it is an advice request.
+/// The advice `query` (lower-cased) asks for, if it is an advice request (work first, then a
+/// recommendation, the cheapest option, used goods).
 pub fn asked(query: &str) -> Option<Advice> {
     if JOB.is_match(query) {
         Some(Advice::Job)
@@ -117,8 +120,9 @@ pub fn asked(query: &str) -> Option<Advice> {
 }
 
 /// Whether a card whose own texts (lower-cased name, keywords, description and examples) are
-/// `card_text` serves an `advice` request: it recommends or compares, or, for the cheapest
-/// option, deals in prices, plans or billing.
+/// `card_text` serves an `advice` request: it recommends or compares; for the cheapest option, it
+/// may also deal in prices, plans or billing; for work, it hires or takes partners on; for used
+/// goods, it deals in them.
 pub fn served(card_text: &str, advice: Advice) -> bool {
     match advice {
         Advice::Job => HIRES.is_match(card_text),
