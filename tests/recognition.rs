@@ -604,6 +604,21 @@ fn recognition_report_fortythird_config_written_blind() {
     assert_floors(&evaluate("fortythird_queries.yaml"), 86.0, 87.0, 87.0);
 }
 
+/// The forty-fourth set (a golf club), written blind by a helper at the start of 27 Nov's seventh
+/// session.
+#[test]
+fn recognition_report_fortyfourth_config_written_blind() {
+    // First run, before any reading of its misses: 54/60, paraphrases 27/32, out of scope 8/8.
+    assert_floors(&evaluate("fortyfourth_queries.yaml"), 88.0, 81.0, 87.0);
+}
+
+/// The forty-fifth set (a bespoke tailor and alterations shop), written like the forty-fourth.
+#[test]
+fn recognition_report_fortyfifth_config_written_blind() {
+    // First run, before any reading of its misses: 46/60, paraphrases 21/32, out of scope 7/8.
+    assert_floors(&evaluate("fortyfifth_queries.yaml"), 75.0, 62.0, 75.0);
+}
+
 /// A lone topical candidate under the selection threshold is planned when no other card comes
 /// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
 /// query asks like one in a single clause.
