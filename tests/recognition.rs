@@ -1161,7 +1161,8 @@ fn the_odds_of_the_nearest_card_settle_an_unplanned_turn() {
 
 /// An advice request ("which brand is best", "推荐一个", "哪家便宜") plans no card that does a
 /// job of its field without advising: it is offered, not dispatched. A card that compares, or a
-/// card named by keyword, is still planned for one.
+/// card named by keyword, is still planned for one, and so is a card of a request of its own
+/// joined to the advice request by 另外 / also.
 #[test]
 fn an_advice_request_is_not_a_job_for_a_card_that_does_not_advise() {
     let farm = eval_config("twentyfirst");
@@ -1172,6 +1173,12 @@ fn an_advice_request_is_not_a_job_for_a_card_that_does_not_advise() {
     let wedding = eval_config("twentysecond");
     assert!(routed(&wedding.load(), "婚礼司仪能帮忙推荐一个吗，要会暖场的").0.is_empty());
     assert!(routed(&wedding.load(), "婚纱和礼服在哪租比较划算").0.is_empty());
+    // A request of its own beside the advice request, joined by 另外 / also, is planned.
+    let movers = eval_config("twentyfourth").load();
+    assert!(routed(&movers, "家里有旧沙发旧床垫想处理掉，你们收二手家具吗").0.is_empty());
+    let q = "你们收二手家具吗？另外帮我预约周六上午搬家，要两个师傅";
+    assert_eq!(routed(&movers, q).0, ["moving_booking_agent"]);
+    assert_eq!(routed(&movers, "推荐一个好用的止咳药，另外帮我续一下降压药的处方").0, ["rx_refill_agent"]);
     // A comparison card compares.
     let shop = eval_config("sixth");
     assert_eq!(routed(&shop.load(), "小米15和iPhone 16哪个拍照好、电池更耐用？").0, ["spec_compare_agent"]);

@@ -567,18 +567,10 @@ impl Recognizer {
             .collect();
         let any_selected = scored.iter().any(|(_, sc)| sc.iter().any(|c| c.selected));
         if any_selected {
-            // A request joined by "and also / 另外 / 还有 …" whose card stands alone in its clause
-            // is planned beside the confident one ("Check me in for CA1501 and put me by the
-            // window", "退掉这双鞋，然后帮我约个牙医"): the connective says each side is a
-            // request of its own.
-            for ((_, sc), &(_, _, requested)) in scored.iter_mut().zip(&clauses) {
-                if requested && !sc.iter().any(|c| c.selected) {
-                    if let Some(i) = lone_in_clause(sc) {
-                        sc[i].selected = true;
-                    }
-                }
-            }
+            select_lone_requests(&mut scored, &clauses);
         }
+        let advice = super::advice::asked(&norm.text);
+        let beside_advice = if advice.is_some() { requests_beside_advice(&scored, &clauses, &norm) } else { Vec::new() };
         #[cfg(feature = "semantic")]
         let picks = picks(&scored, &clauses, &norm);
         for (clause, sc) in scored {
@@ -634,22 +626,33 @@ impl Recognizer {
         }
         #[cfg(not(feature = "semantic"))]
         let _ = topics;
-        self.set_aside_advice(&norm.text, recognition)
+        self.set_aside_advice(advice, &beside_advice, recognition)
     }
 
     /// An advice request ([`advice::asked`](super::advice::asked): "推荐一个婚礼司仪", "which
     /// brand of tractor is best") plans no card that neither advises
     /// ([`advice::served`](super::advice::served)) nor is named by a keyword of the query: the
     /// cards of a registry do jobs, and an advice request of their field is usually out of
-    /// scope. Such a card is offered instead, first: the turn asks whether it was meant.
-    fn set_aside_advice(&self, text: &str, mut recognition: Recognition) -> Recognition {
-        let Some(advice) = super::advice::asked(text) else { return recognition };
+    /// scope. Such a card is offered instead, first: the turn asks whether it was meant. A card
+    /// `beside` the advice request, selected in a request of its own that holds no cue ("你们收二手
+    /// 家具吗？另外帮我约个周六搬家", [`requests_beside_advice`]), stays planned.
+    fn set_aside_advice(
+        &self,
+        advice: Option<super::advice::Advice>,
+        beside: &[u32],
+        mut recognition: Recognition,
+    ) -> Recognition {
+        let Some(advice) = advice else { return recognition };
         let keyword = |c: &CardScore| c.evidence.iter().any(|e| matches!(e, Evidence::Keyword { .. }));
-        let serves = |id: &str| self.cards.iter().any(|c| c.id == id && super::advice::served(&c.own_text, advice));
+        let kept = |id: &str| {
+            self.cards.iter().enumerate().any(|(i, c)| {
+                c.id == id && (super::advice::served(&c.own_text, advice) || beside.contains(&(i as u32)))
+            })
+        };
         let aside: Vec<CardScore> = recognition
             .selected
             .iter()
-            .filter(|s| !serves(&s.id) && !recognition.score(&s.id).is_some_and(keyword))
+            .filter(|s| !kept(&s.id) && !recognition.score(&s.id).is_some_and(keyword))
             .filter_map(|s| recognition.score(&s.id).cloned())
             .collect();
         recognition.selected.retain(|s| !aside.iter().any(|c| c.id == s.id));
@@ -2516,7 +2519,6 @@ static ADDS: LazyLock<Regex> =
 /// The connectives of [`ADDS`] but English "and" and "then", which also join the sentences of a
 /// story ("it spins forever and then shows error 1003"), and "separately" / "additionally"
 /// (added to [`ADDS`] later, not measured here).
-#[cfg(feature = "semantic")]
 static ALSO: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(adds_zh!(), r"|(?-u:\b)(?:also|plus|as well as)(?-u:\b)")).expect("static regex")
 });
@@ -2630,6 +2632,41 @@ fn lies_within(spans: impl IntoIterator<Item = (usize, usize)>, best: &[(usize, 
         any = true;
     }
     any
+}
+
+/// A request joined by "and also / 另外 / 还有 …" whose card stands alone in its clause is
+/// planned beside the confident one ("Check me in for CA1501 and put me by the window", "退掉这双
+/// 鞋，然后帮我约个牙医"): the connective says each side is a request of its own. `clauses` are
+/// [`split_clauses`]'s, one per entry of `scored`.
+fn select_lone_requests(scored: &mut [(Clause, Vec<ClauseScore>)], clauses: &[(usize, usize, bool)]) {
+    for ((_, sc), &(_, _, requested)) in scored.iter_mut().zip(clauses) {
+        if requested && !sc.iter().any(|c| c.selected) {
+            if let Some(i) = lone_in_clause(sc) {
+                sc[i].selected = true;
+            }
+        }
+    }
+}
+
+/// The cards (indices) selected in a clause that a connective other than English "and" / "then"
+/// makes a request of its own ([`ALSO`], before or after it) and that holds no advice cue
+/// ([`super::advice::asked`]): the second request of "你们收二手家具吗？另外帮我约个周六搬家", which an
+/// advice request elsewhere in the query does not set aside (`Recognizer::set_aside_advice`).
+fn requests_beside_advice(
+    scored: &[(Clause, Vec<ClauseScore>)],
+    clauses: &[(usize, usize, bool)],
+    norm: &Normalized,
+) -> Vec<u32> {
+    let between = |i: usize| &norm.text[clauses[i - 1].1..clauses[i].0];
+    let own =
+        |i: usize| (i > 0 && ALSO.is_match(between(i))) || (i + 1 < clauses.len() && ALSO.is_match(between(i + 1)));
+    let clean = |i: usize| own(i) && super::advice::asked(&norm.text[clauses[i].0..clauses[i].1]).is_none();
+    scored
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| clean(i))
+        .flat_map(|(_, (_, sc))| sc.iter().filter(|x| x.selected).map(|x| x.card))
+        .collect()
 }
 
 /// The clause's best card when it stands alone there, by the rule of [`clear_winner`]: topical,
