@@ -1184,6 +1184,19 @@ fn an_advice_request_is_not_a_job_for_a_card_that_does_not_advise() {
     assert_eq!(routed(&shop.load(), "小米15和iPhone 16哪个拍照好、电池更耐用？").0, ["spec_compare_agent"]);
 }
 
+/// A request joined by 另外 / also … that found no card is read by meaning as a whole part, the
+/// clauses beside it up to the next joining word included: "想周末过去看看" alone is too short
+/// to mean the viewing card, "看中了那套两居，想周末过去看看" is not.
+#[cfg(feature = "semantic")]
+#[test]
+fn a_joined_request_is_read_by_meaning_with_the_clauses_of_its_part() {
+    let homes = eval_config("twentythird").load();
+    let q = "看中了那套两居，想周末过去看看，另外帮我算一下贷款两百万三十年每个月还多少";
+    assert_eq!(routed(&homes, q).0, ["viewing_agent", "mortgage_agent"]);
+    // The part alone is read the same way as a whole query.
+    assert_eq!(routed(&homes, "看中了那套两居，想周末过去看看").0, ["viewing_agent"]);
+}
+
 /// A clause whose card only the encoder finds, beside a clause found by words, is covered: its
 /// words are not reported as covered by no card.
 #[cfg(feature = "semantic")]

@@ -570,7 +570,8 @@ impl Recognizer {
             select_lone_requests(&mut scored, &clauses);
         }
         let advice = super::advice::asked(&norm.text);
-        let beside_advice = if advice.is_some() { requests_beside_advice(&scored, &clauses, &norm) } else { Vec::new() };
+        let beside_advice =
+            if advice.is_some() { requests_beside_advice(&scored, &clauses, &norm) } else { Vec::new() };
         #[cfg(feature = "semantic")]
         let picks = picks(&scored, &clauses, &norm);
         for (clause, sc) in scored {
@@ -664,6 +665,8 @@ impl Recognizer {
     /// A request joined by "and also / 另外 / 还有 …" (`requested`) whose clause found no card,
     /// negated nothing and holds no cue: its card by meaning ("…, and the water's been cut off
     /// since noon"), when the clause has content and is not more about topics no card covers.
+    /// The encoder reads the request's part: the clause with the clauses beside it that no
+    /// connective parts from it and that found, negated and cued nothing either.
     #[cfg(feature = "semantic")]
     fn joined_clauses_by_meaning<'o>(
         &self,
@@ -674,11 +677,24 @@ impl Recognizer {
         has_content: impl Fn((usize, usize)) -> bool,
         recognition: &mut Recognition,
     ) {
-        for (o, t, requested) in clauses {
-            let (cs, ce) = (o.clause.start, o.clause.end);
-            let cue = parts.cues.iter().any(|c| (cs..ce).contains(&norm.orig(c.start)));
-            if requested && o.selected.is_empty() && !o.negated && !cue && t.unknown <= t.known && has_content((cs, ce))
-            {
+        let clauses: Vec<_> = clauses.collect();
+        let cue =
+            |o: &ClauseOutcome| parts.cues.iter().any(|c| (o.clause.start..o.clause.end).contains(&norm.orig(c.start)));
+        let empty = |o: &ClauseOutcome| o.selected.is_empty() && !o.negated && !cue(o);
+        for (i, &(o, _, requested)) in clauses.iter().enumerate() {
+            if !requested || !empty(o) {
+                continue;
+            }
+            // The request's whole part between joining words: the clauses beside it that no
+            // connective parts from it and that found nothing either ("看中了那套两居，想周末过去
+            // 看看，另外…": the second clause alone is too short to mean the viewing).
+            let joined = |j: usize| j == i || (!clauses[j].2 && empty(clauses[j].0));
+            let first = (0..=i).rev().take_while(|&j| joined(j)).last().unwrap_or(i);
+            let last = (i..clauses.len()).take_while(|&j| joined(j)).last().unwrap_or(i);
+            let part = &clauses[first..=last];
+            let (cs, ce) = (part[0].0.clause.start, part[part.len() - 1].0.clause.end);
+            let (unknown, known) = part.iter().fold((0, 0), |(u, k), (_, t, _)| (u + t.unknown, k + t.known));
+            if unknown <= known && has_content((cs, ce)) {
                 self.clause_by_meaning(&query[cs..ce], cs, recognition);
             }
         }
