@@ -2975,7 +2975,7 @@ fn sentence_part_start(text: &str, at: usize) -> usize {
 /// negated scope (at least [`MEANT_MIN`] letters or CJK characters).
 #[cfg(feature = "semantic")]
 fn meant_text<'q>(query: &'q str, norm: &Normalized, cues: &[Cue], negated: bool) -> std::borrow::Cow<'q, str> {
-    let from = cues.iter().filter(|c| c.retracts).map(|c| norm.orig(c.start + c.text.len())).max().unwrap_or(0);
+    let from = cues.iter().filter(|c| c.retracts).map(|c| c.reach(norm).1).max().unwrap_or(0);
     let rest = &query[from..];
     let mut cut: Vec<(usize, usize)> = cues
         .iter()
@@ -3087,7 +3087,8 @@ impl Cue {
     /// cue of the clause, or a retraction after it.
     fn governs(&self, norm: &Normalized, start: usize, end: usize) -> bool {
         let at = norm.orig(self.start);
-        (start..end).contains(&at) || (self.retracts && at >= end && norm.orig(self.scope.0) < end)
+        (start..end).contains(&at)
+            || (self.retracts && norm.orig(self.scope.0) < end && norm.orig(self.scope.1).max(at) > start)
     }
 }
 
@@ -3227,10 +3228,44 @@ fn retractions(text: &str) -> Vec<Cue> {
             .unwrap_or(0)
             .max(floor);
         let cue = m.as_str().trim_end_matches([',', '.', ';', '!', '—', '-']).to_string();
-        out.push(Cue { text: cue, start: m.start(), scope: (from, m.start()), retracts: true });
+        out.push(Cue {
+            text: cue,
+            start: m.start(),
+            scope: (from, meant_from(text, m.end()).unwrap_or(m.start())),
+            retracts: true,
+        });
         floor = m.end();
     }
     out
+}
+
+/// Where what a retraction ending at `end` (a byte offset of `text`) means starts, when a
+/// clause of the same sentence after it says so ("…哦不对，种子上个月就买过了，我是要给棉花报保险",
+/// "— wait, no, I already booked one, I need to move it"): that clause, when the words between
+/// say something is done or had already (已经, 过了, 好了, already, we've …): they are why the
+/// retraction was made, and name what was taken back. `None` otherwise (what follows the cue is
+/// meant).
+fn meant_from(text: &str, end: usize) -> Option<usize> {
+    static MEANT: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+        Regex::new(concat!(
+            r"[，,；;—-]\s*(?:但|不过|but\s+)?(?:(?:我|其实|主要)?(?:是想|是要)|我想问的是|我要的是|真正(?:想|要)|",
+            r"(?:what )?i (?:really |actually |just )?(?:need|want|meant)(?-u:\b)|the real (?:problem|issue|question|thing) is(?-u:\b))"
+        ))
+        .expect("static regex")
+    });
+    let sentence = text[end..].find(['。', '！', '？', '!', '?', '\n']).map_or(text.len(), |i| end + i);
+    // The words between say it is done or had already: 已经 / 过了 / 好了 / already / we've …
+    // (not a request the clause after elaborates: "…不对，查北京天气，我是想知道冷不冷").
+    static DONE: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+        Regex::new(concat!(
+            r"已|过了|好了|完了|了[\s,，]*$|",
+            r"(?-u:\b)(?:already|(?:i|we)(?:'ve| have)|(?:i|we) (?:got|had|bought|booked|paid)|it (?:came|arrived|works))(?-u:\b)"
+        ))
+        .expect("static regex")
+    });
+    let m = MEANT.find(&text[end..sentence])?;
+    let between = &text[end..end + m.start()];
+    DONE.is_match(between).then_some(end + m.start())
 }
 
 #[cfg(test)]
@@ -3822,6 +3857,29 @@ mod tests {
         // Nothing after it: no retraction (a bare "算了" is the planner's cancel).
         assert!(retractions("帮我订酒店，算了").is_empty());
         assert!(retractions("酒店感觉不对劲").is_empty());
+    }
+
+    #[test]
+    fn why_a_request_was_taken_back_is_taken_back_with_it() {
+        let r = recognizer(CARDS);
+        // The clause between the retraction and what is meant ("我是想 / I need …") names what
+        // was taken back, not a request.
+        assert_eq!(
+            ids(&r.recognize("帮我订北京的酒店……哦不对，酒店上周就订好了，我是想查北京明天的天气")),
+            ["weather"]
+        );
+        assert_eq!(
+            ids(&r.recognize("Book a hotel in Beijing, wait, no, I already booked the hotel, I need the weather there")),
+            ["weather"]
+        );
+        let norm = Normalized::new("帮我订酒店，不对，酒店订好了，我是想查天气");
+        let cue = find_cues(&norm).into_iter().find(|c| c.retracts).unwrap();
+        assert_eq!(&norm.text[cue.scope.0..cue.scope.1], "帮我订酒店,不对,酒店订好了");
+        // Without a clause saying what is meant, what follows the cue is meant.
+        assert_eq!(ids(&r.recognize("帮我订北京的酒店……哦不对，查北京明天的天气，我是想知道冷不冷")), ["weather"]);
+        let norm = Normalized::new("帮我订酒店，不对，查天气");
+        let cue = find_cues(&norm).into_iter().find(|c| c.retracts).unwrap();
+        assert_eq!(&norm.text[cue.scope.0..cue.scope.1], "帮我订酒店,");
     }
 
     #[cfg(feature = "semantic")]
