@@ -2927,10 +2927,14 @@ const ASKED_VERBS: &str = "订约拍买查办做弄修换退寄送洗租剪染�
 /// four characters and 了 — or, without 了, a verb of asking of at most two characters
 /// ("隐形眼镜的订阅先不改，…") —, and another clause follows with the request. `None` otherwise: a
 /// report ("航班取消了") or a whole request ("这个订单不要了", which asks to cancel it) keeps the
-/// cue's scope after it.
+/// cue's scope after it. A matter put aside the same way counts too: "车检的事不急，…",
+/// "储值卡的事先不用管，…" (不急 / 不着急, or a not-wanting cue before 管 / 理 / 考虑 …).
 fn topicalized_object(text: &str, cue_start: usize, cue_end: usize) -> Option<usize> {
-    const NOT_WANTED: &[&str] = &["不用", "不要", "不需要", "不必", "别", "先不"];
-    if !NOT_WANTED.contains(&&text[cue_start..cue_end]) {
+    const NOT_WANTED: &[&str] = &["不用", "不要", "不需要", "不必", "别", "先不", "不急", "不着急"];
+    // Verbs that put a matter aside rather than ask for it: "储值卡的事先不用管，…".
+    const SET_ASIDE: &[&str] = &["管", "理", "急", "着急", "考虑", "操心"];
+    let cue = &text[cue_start..cue_end];
+    if !NOT_WANTED.contains(&cue) {
         return None;
     }
     let rest = &text[cue_end..];
@@ -2938,7 +2942,16 @@ fn topicalized_object(text: &str, cue_start: usize, cue_end: usize) -> Option<us
     if !rest[boundary..].chars().any(char::is_alphanumeric) {
         return None;
     }
-    let tail = rest[..boundary].trim_end();
+    let mut tail = rest[..boundary].trim_end();
+    if cue == "先不" {
+        // 先不 + 用 / 要 / 需要 / 必: the cue is 先不用 … ("先不用管").
+        tail = ["需要", "用", "要", "必"].iter().find_map(|p| tail.strip_prefix(p)).unwrap_or(tail);
+    }
+    // "车检的事不急，…", "储值卡的事先不用管，…": the matter named before is put aside.
+    if tail.is_empty() && cue.ends_with('急') || SET_ASIDE.contains(&tail.trim_end_matches('了')) {
+        let start = sentence_part_start(text, cue_start);
+        return (start < cue_start).then_some(start);
+    }
     let asked = |v: &str| {
         v.chars().count() <= 2
             && v.starts_with(|c: char| ASKED_VERBS.contains(c))
@@ -3096,7 +3109,11 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
     // (regex, scope window in bytes of normalized text; 0 = to the end of the sentence part).
     static CUES: std::sync::LazyLock<Vec<(Regex, usize)>> = std::sync::LazyLock::new(|| {
         vec![
-            (Regex::new(r"不用|不要|不需要|不必|别|取消|算了|不想|不是|不打算|先不|不担心|不在乎|不关心").expect("static regex"), 0),
+            (
+                Regex::new(r"不用|不要|不需要|不必|别|取消|算了|不想|不是|不打算|先不|不担心|不在乎|不关心|不着急|不急")
+                    .expect("static regex"),
+                0,
+            ),
             (
                 Regex::new(concat!(
                     r"(?-u:\b)(?:don't|dont|do not|no need to|no need for|no longer|never mind|forget about|forget the|scratch the|",
@@ -3804,6 +3821,10 @@ mod tests {
         assert_eq!(ids(&r.recognize("北京的酒店不订了，帮我看看明天天气")), ["weather"]);
         // Without 了, a short verb of asking after 先不 / 不用 … says the same.
         assert_eq!(ids(&r.recognize("北京的酒店先不订，帮我看看明天天气")), ["weather"]);
+        // So does a matter put aside: 不急 / 不着急, or 先不用管 / 不用考虑 ….
+        assert_eq!(ids(&r.recognize("北京酒店的事不急，帮我看看明天天气")), ["weather"]);
+        assert_eq!(ids(&r.recognize("北京酒店的事先不用管，帮我看看明天天气")), ["weather"]);
+        assert_eq!(ids(&r.recognize("北京的酒店不用考虑了，帮我看看明天天气")), ["weather"]);
         // Not a question about the object ("…不用订吗", "…不用订？").
         assert_eq!(ids(&r.recognize("北京的酒店不用订吗，明天天气怎么样")), ["hotel", "weather"]);
         assert_eq!(ids(&r.recognize("北京的酒店不用订？明天天气怎么样")), ["hotel", "weather"]);
