@@ -2902,10 +2902,11 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
     out
 }
 
-/// Where the object of "不 + verb + 了" starts ("证件照不拍了，…": 证件照 is no longer wanted):
-/// the start of its sentence part, when the verb is one of asking for a service, the match ends
-/// the sentence part and a request follows. `None` otherwise: a fault reported alike ("连不上了",
-/// "不制冷了", "刷不开了") negates nothing.
+/// Where the object of "不 + verb + 了" starts ("证件照不拍了，…": 证件照 is no longer wanted;
+/// "不订木屋了，…": 木屋, after the verb): the start of its sentence part, when the verb is one of
+/// asking for a service, the match ends the sentence part, a request follows, and an object is
+/// named before the cue or after the verb (more than two characters between 不 and 了). `None`
+/// otherwise: a fault reported alike ("连不上了", "不制冷了", "刷不开了") negates nothing.
 fn no_longer_wanted(text: &str, cue_start: usize, cue_end: usize) -> Option<usize> {
     let verb = text[cue_start..cue_end].trim_start_matches('不').trim_end_matches('了');
     let wanted = verb.starts_with(|c: char| ASKED_VERBS.contains(c));
@@ -2913,7 +2914,8 @@ fn no_longer_wanted(text: &str, cue_start: usize, cue_end: usize) -> Option<usiz
     let more = text[cue_end..].chars().skip(1).any(char::is_alphanumeric);
     let object = sentence_part_start(text, cue_start);
     let ends_part = matches!(next, Some('，' | ',' | '。' | '；' | ';' | '！' | '!'));
-    (wanted && ends_part && more && object < cue_start).then_some(object)
+    let named = object < cue_start || verb.chars().count() > 2;
+    (wanted && ends_part && more && named).then_some(object)
 }
 
 /// First characters of the Chinese verbs a request is made with (订, 查, 办, 改 …): "不 + such a
@@ -3127,8 +3129,9 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
             (Regex::new(r"(?-u:\b)(?:instead of|rather than)(?-u:\b)").expect("static regex"), 48),
             (Regex::new(r"(?-u:\b)not(?-u:\b)").expect("static regex"), 16),
             (Regex::new(r"而不是").expect("static regex"), 0),
-            // "证件照不拍了，…": what is no longer wanted is named before 不 + verb + 了.
-            (Regex::new(r"不[\p{Han}]{1,2}了").expect("static regex"), 0),
+            // "证件照不拍了，…": what is no longer wanted is named before 不 + verb + 了, or
+            // between them ("不订木屋了，…").
+            (Regex::new(r"不[\p{Han}]{1,6}了").expect("static regex"), 0),
         ]
     });
     // What introduces an instruction someone gave the user, reported, right before a cue (an
@@ -3185,9 +3188,15 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
             if let Some(c) = CONTRAST.find(&text[m.end()..end]) {
                 end = m.end() + c.start();
             }
+            let mut cue = m.as_str();
             let start = if m.as_str().starts_with('不') && m.as_str().ends_with('了') {
                 let Some(object) = no_longer_wanted(text, m.start(), m.end()) else { continue };
                 end = m.end();
+                // "不订木屋了": the object follows the verb; the cue is 不 and the verb's first
+                // character, so that the object's words are no part of the cue.
+                if cue.chars().count() > 4 {
+                    cue = &cue[..cue.char_indices().nth(2).map_or(cue.len(), |(i, _)| i)];
+                }
                 object
             } else {
                 topicalized_object(text, m.start(), m.end()).unwrap_or(m.end())
@@ -3196,7 +3205,7 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
             if *window > 0 && text[m.end()..].trim_start().starts_with([',', '.', ';', '!', '—', '-']) {
                 end = m.end();
             }
-            out.push(Cue { text: m.as_str().to_string(), start: m.start(), scope: (start, end), retracts: false });
+            out.push(Cue { text: cue.to_string(), start: m.start(), scope: (start, end), retracts: false });
         }
     }
     out.extend(retractions(text));
@@ -3819,6 +3828,9 @@ mod tests {
         assert_eq!(ids(&r.recognize("北京的酒店先不用订了，帮我看看明天天气")), ["weather"]);
         // 不 + a verb of asking + 了, too; a fault reported the same way (连不上了) negates nothing.
         assert_eq!(ids(&r.recognize("北京的酒店不订了，帮我看看明天天气")), ["weather"]);
+        // The object may follow the verb ("不订酒店了").
+        assert_eq!(ids(&r.recognize("不订北京的酒店了，帮我看看明天天气")), ["weather"]);
+        assert_eq!(ids(&r.recognize("酒店订不上了，帮我看看北京明天天气")), ["hotel", "weather"]);
         // Without 了, a short verb of asking after 先不 / 不用 … says the same.
         assert_eq!(ids(&r.recognize("北京的酒店先不订，帮我看看明天天气")), ["weather"]);
         // So does a matter put aside: 不急 / 不着急, or 先不用管 / 不用考虑 ….
