@@ -2950,7 +2950,7 @@ fn topicalized_object(text: &str, cue_start: usize, cue_end: usize) -> Option<us
         tail = ["需要", "用", "要", "必"].iter().find_map(|p| tail.strip_prefix(p)).unwrap_or(tail);
     }
     // "车检的事不急，…", "储值卡的事先不用管，…": the matter named before is put aside.
-    if tail.is_empty() && cue.ends_with('急') || SET_ASIDE.contains(&tail.trim_end_matches('了')) {
+    if (tail.is_empty() && cue.ends_with('急')) || SET_ASIDE.contains(&tail.trim_end_matches('了')) {
         let start = sentence_part_start(text, cue_start);
         return (start < cue_start).then_some(start);
     }
@@ -3107,33 +3107,35 @@ impl Cue {
     }
 }
 
-fn find_cues(norm: &Normalized) -> Vec<Cue> {
-    // (regex, scope window in bytes of normalized text; 0 = to the end of the sentence part).
-    static CUES: std::sync::LazyLock<Vec<(Regex, usize)>> = std::sync::LazyLock::new(|| {
-        vec![
-            (
-                Regex::new(r"不用|不要|不需要|不必|别|取消|算了|不想|不是|不打算|先不|不担心|不在乎|不关心|不着急|不急")
-                    .expect("static regex"),
-                0,
-            ),
-            (
-                Regex::new(concat!(
-                    r"(?-u:\b)(?:don't|dont|do not|no need to|no need for|no longer|never mind|forget about|forget the|scratch the|",
-                    r"no worries about|not worried about|",
-                    r"skip|(?:didn't|did not|don't|do not) mean|(?:wasn't|was not|i'm not|not) (?:asking|looking) for|",
-                    r"(?:wasn't|was not|i'm not|not) asking about)(?-u:\b)"
-                ))
+/// The negation cues of [`find_cues`]: (regex, scope window in bytes of normalized text; 0 = to
+/// the end of the sentence part).
+static CUES: std::sync::LazyLock<Vec<(Regex, usize)>> = std::sync::LazyLock::new(|| {
+    vec![
+        (
+            Regex::new(r"不用|不要|不需要|不必|别|取消|算了|不想|不是|不打算|先不|不担心|不在乎|不关心|不着急|不急")
                 .expect("static regex"),
-                48,
-            ),
-            (Regex::new(r"(?-u:\b)(?:instead of|rather than)(?-u:\b)").expect("static regex"), 48),
-            (Regex::new(r"(?-u:\b)not(?-u:\b)").expect("static regex"), 16),
-            (Regex::new(r"而不是").expect("static regex"), 0),
-            // "证件照不拍了，…": what is no longer wanted is named before 不 + verb + 了, or
-            // between them ("不订木屋了，…").
-            (Regex::new(r"不[\p{Han}]{1,6}了").expect("static regex"), 0),
-        ]
-    });
+            0,
+        ),
+        (
+            Regex::new(concat!(
+                r"(?-u:\b)(?:don't|dont|do not|no need to|no need for|no longer|never mind|forget about|forget the|scratch the|",
+                r"no worries about|not worried about|",
+                r"skip|(?:didn't|did not|don't|do not) mean|(?:wasn't|was not|i'm not|not) (?:asking|looking) for|",
+                r"(?:wasn't|was not|i'm not|not) asking about)(?-u:\b)"
+            ))
+            .expect("static regex"),
+            48,
+        ),
+        (Regex::new(r"(?-u:\b)(?:instead of|rather than)(?-u:\b)").expect("static regex"), 48),
+        (Regex::new(r"(?-u:\b)not(?-u:\b)").expect("static regex"), 16),
+        (Regex::new(r"而不是").expect("static regex"), 0),
+        // "证件照不拍了，…": what is no longer wanted is named before 不 + verb + 了, or
+        // between them ("不订木屋了，…").
+        (Regex::new(r"不[\p{Han}--了]{1,6}了").expect("static regex"), 0),
+    ]
+});
+
+fn find_cues(norm: &Normalized) -> Vec<Cue> {
     // What introduces an instruction someone gave the user, reported, right before a cue (an
     // optional time word or adverb between): 让我 / 叫我 / 要我 / 要求我 / 通知我 / 告诉我 / 嘱咐我 /
     // 提醒我 (or 我们), "told me (to)", "asked us (to)". Not the user's own instruction to us ("我
@@ -3831,6 +3833,9 @@ mod tests {
         // The object may follow the verb ("不订酒店了").
         assert_eq!(ids(&r.recognize("不订北京的酒店了，帮我看看明天天气")), ["weather"]);
         assert_eq!(ids(&r.recognize("酒店订不上了，帮我看看北京明天天气")), ["hotel", "weather"]);
+        // The object holds no 了: "不订了先看天气了" is no 不 + verb + object + 了 over the weather.
+        let norm = Normalized::new("酒店不订了先看天气了，帮我查航班");
+        assert!(find_cues(&norm).iter().all(|c| !c.text.starts_with("不订")));
         // Without 了, a short verb of asking after 先不 / 不用 … says the same.
         assert_eq!(ids(&r.recognize("北京的酒店先不订，帮我看看明天天气")), ["weather"]);
         // So does a matter put aside: 不急 / 不着急, or 先不用管 / 不用考虑 ….
