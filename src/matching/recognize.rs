@@ -2565,14 +2565,11 @@ fn picks(
     clauses: &[(usize, usize, bool)],
     norm: &Normalized,
 ) -> Vec<(u32, Clause, bool)> {
-    let between = |i: usize| &norm.text[clauses[i - 1].1..clauses[i].0];
-    let own =
-        |i: usize| (i > 0 && ADDS.is_match(between(i))) || (i + 1 < clauses.len() && ALSO.is_match(between(i + 1)));
     scored
         .iter()
         .enumerate()
         .flat_map(|(i, (clause, sc))| {
-            let added = own(i);
+            let added = own_request(clauses, norm, i, &ADDS);
             sc.iter().filter(|x| x.selected).map(move |x| (x.card, *clause, added))
         })
         .collect()
@@ -2664,6 +2661,15 @@ fn select_lone_requests(scored: &mut [(Clause, Vec<ClauseScore>)], clauses: &[(u
     }
 }
 
+/// Whether clause `i` of `clauses` ([`split_clauses`]'s, offsets of `norm`) is a request of its
+/// own: a connective of `before` (such as [`ADDS`]) joins it to the clause before, or one of
+/// [`ALSO`] to the clause after (English "and" / "then" after it also join the sentences of a
+/// story).
+fn own_request(clauses: &[(usize, usize, bool)], norm: &Normalized, i: usize, before: &Regex) -> bool {
+    let between = |i: usize| &norm.text[clauses[i - 1].1..clauses[i].0];
+    (i > 0 && before.is_match(between(i))) || (i + 1 < clauses.len() && ALSO.is_match(between(i + 1)))
+}
+
 /// The cards (indices) selected in a clause that a connective other than English "and" / "then"
 /// makes a request of its own ([`ALSO`], before or after it) and that holds no advice cue
 /// ([`super::advice::asked`]): the second request of "你们收二手家具吗？另外帮我约个周六搬家", which an
@@ -2673,10 +2679,9 @@ fn requests_beside_advice(
     clauses: &[(usize, usize, bool)],
     norm: &Normalized,
 ) -> Vec<u32> {
-    let between = |i: usize| &norm.text[clauses[i - 1].1..clauses[i].0];
-    let own =
-        |i: usize| (i > 0 && ALSO.is_match(between(i))) || (i + 1 < clauses.len() && ALSO.is_match(between(i + 1)));
-    let clean = |i: usize| own(i) && super::advice::asked(&norm.text[clauses[i].0..clauses[i].1]).is_none();
+    let clean = |i: usize| {
+        own_request(clauses, norm, i, &ALSO) && super::advice::asked(&norm.text[clauses[i].0..clauses[i].1]).is_none()
+    };
     scored
         .iter()
         .enumerate()
