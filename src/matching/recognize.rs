@@ -754,8 +754,10 @@ impl Recognizer {
     /// Of several cards the lexical stage selected, drops each one selected only in clauses that
     /// give values and nothing else — a key's label, a value its extractors recognize, a date
     /// ("…，大概六点到，车牌浙A8K261": the plate number a parking reservation of another clause
-    /// needs, not a request to the season-pass card that also takes plates) —, when another
-    /// card was selected in a clause with content. `picks` as for
+    /// needs, not a request to the season-pass card that also takes plates) — or that only report
+    /// something done ([`reports_done`]: "课都学完了考试也过了，证书在哪领" asks for the
+    /// certificate, not about the exam), when another card was selected in a clause with content.
+    /// `picks` as for
     /// [`drop_weak_companions`](Self::drop_weak_companions).
     #[cfg(feature = "semantic")]
     fn drop_value_only<'v>(
@@ -786,7 +788,7 @@ impl Recognizer {
         let mut by_content = false;
         for card in recognition.selected.iter().filter_map(|s| index(&s.id)) {
             let mut clauses = picks.iter().filter(|p| p.0 == card).peekable();
-            if clauses.peek().is_some() && clauses.all(|p| value_only(&p.1)) {
+            if clauses.peek().is_some() && clauses.all(|p| value_only(&p.1) || reports_done(query, p.1)) {
                 by_value.push(card);
             } else {
                 by_content = true;
@@ -3066,6 +3068,31 @@ pub fn negations(text: &str) -> Vec<Negation> {
         .collect()
 }
 
+/// Whether `clause` of `query` only reports something done ("课都学完了考试也过了，证书在哪领",
+/// "房子价格谈妥了，…", "Arrived on a Z visa two weeks ago and started my new job. …"): a
+/// completion (已 / 完了 / 过了 / 好了 / 妥了; already / I've / … ago / yesterday / last week),
+/// with no request, question or trouble in it (帮 / 想 / 能 / 吗 / 没 / 不 …; can / need / how /
+/// not …) and no question mark after it. Such a clause is the story of the request, not one.
+fn reports_done(query: &str, clause: Clause) -> bool {
+    static DONE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(concat!(
+            r"已|[完过好妥]了|",
+            r"(?-u:\b)(?:already|(?:i|we)(?:'ve| have| had) (?:got|paid|bought|done|made|taken|passed|finished|booked|signed))(?-u:\b)"
+        ))
+        .expect("static regex")
+    });
+    static ASKS: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(concat!(
+            r"[吗呢么帮请想要能可怎哪几没不还该]|什么|多少|",
+            r"(?-u:\b)(?:can|could|would|will|please|need|want|how|what|when|where|why|which|who|is|are|do|does|did|should|help|not|never|no|still|yet|but)(?-u:\b)|n't"
+        ))
+        .expect("static regex")
+    });
+    let text = query[clause.start..clause.end].to_lowercase();
+    let asked = query[clause.end..].trim_start().starts_with(['?', '？']);
+    !asked && DONE.is_match(&text) && !ASKS.is_match(&text)
+}
+
 /// `text` from its first letter, digit or CJK character on (the encoder reads no leading
 /// punctuation).
 #[cfg(feature = "semantic")]
@@ -3923,6 +3950,29 @@ mod tests {
         let norm = Normalized::new("帮我订酒店，不对，查天气");
         let cue = find_cues(&norm).into_iter().find(|c| c.retracts).unwrap();
         assert_eq!(&norm.text[cue.scope.0..cue.scope.1], "帮我订酒店,");
+    }
+
+    #[test]
+    fn a_done_report_is_told_from_a_request_and_a_question() {
+        let done =
+            |q: &str| reports_done(q, Clause { start: 0, end: q.find(['，', ',', '?', '？']).unwrap_or(q.len()) });
+        for q in [
+            "课都学完了考试也过了，证书在哪领",
+            "房子价格谈妥了，接下来呢",
+            "We've already paid the deposit, what's next?",
+        ] {
+            assert!(done(q), "{q}");
+        }
+        for q in [
+            "考试过了吗？",
+            "帮我看看我的课学完了没有",
+            "酒店订好了吗，还没收到短信",
+            "I already paid but it still says unpaid",
+            "Have you already shipped it?",
+            "My season pass expired yesterday, how do I renew it?",
+        ] {
+            assert!(!done(q), "{q}");
+        }
     }
 
     #[cfg(feature = "semantic")]
