@@ -8,7 +8,9 @@
 //! cheapest option ([`Advice::Cheapest`]), deals in prices, plans or billing (报价, 套餐, quote,
 //! price, plan …); for work ([`Advice::Job`]) when they hire or take partners on (招聘, 加盟,
 //! recruit, franchise …); for used goods ([`Advice::UsedGoods`]) when they deal in them (二手,
-//! 回收, 以旧换新, second-hand, trade-in …); or when the query names it by keyword
+//! 回收, 以旧换新, second-hand, trade-in …); for know-how ([`Advice::Tips`]: 技巧, 用什么软件, any
+//! tips, which app) when they teach, advise or guide (教, 课, 指导, lesson, coach, guide …); or
+//! when the query names it by keyword
 //! (`Recognizer::set_aside_advice`). The rule comes from the evaluation sets'
 //! out-of-scope misses (README, "Recognition").
 
@@ -30,6 +32,10 @@ pub enum Advice {
     /// ("你们店还招人吗", "How do I become a franchisee?"). A service card of the field is not
     /// meant unless its texts are about hiring or partners ([`served`]).
     Job,
+    /// Know-how for the user to do something themselves: tips, tricks, which app to use
+    /// ("自己在家剪刘海总是剪歪，有什么小技巧吗", "any tips for shooting at night?"). A card of the
+    /// field is not meant unless its texts teach, advise or guide ([`served`]).
+    Tips,
 }
 
 /// Cues of a recommendation in a query (lower-cased, as [`super::normalize`] leaves it). Word
@@ -68,6 +74,25 @@ static JOB: LazyLock<Regex> = LazyLock::new(|| {
     .expect("job cues compile")
 });
 
+/// Cues of a request for know-how: tips, tricks, which app or software to use.
+static TIPS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"技巧|窍门|诀窍|妙招|攻略|(用|下载|装)(什么|哪个|哪款)(软件|app|应用)|",
+        r"(?-u:\b)(any|some|a few|good|quick) (tips|tricks|hacks)(?-u:\b)|(?-u:\b)tips (for|on)(?-u:\b)|",
+        r"(?-u:\b)(what|which) (app|software|program)(?-u:\b)"
+    ))
+    .expect("tips cues compile")
+});
+
+/// Words with which a card's texts say it teaches, advises or guides.
+static TEACHES: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"推荐|建议|咨询|指导|辅导|教|课|培训|技巧|攻略|学|",
+        r"recommend|suggest|advi[cs]e|consult|guid|tutor|coach|teach|lesson|course|class|train|learn|tips"
+    ))
+    .expect("teaching words compile")
+});
+
 /// Cues of used goods bought or sold.
 static USED_GOODS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"二手|回收|收旧|(?-u:\b)second-?hand(?-u:\b)|(?-u:\b)pre-owned(?-u:\b)|(?-u:\b)buy (\w+ )?back(?-u:\b)|(?-u:\b)buy-?back(?-u:\b)")
@@ -104,7 +129,7 @@ static PRICES: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// The advice `query` (lower-cased) asks for, if it is an advice request (work first, then a
-/// recommendation, the cheapest option, used goods).
+/// recommendation, the cheapest option, used goods, know-how).
 pub fn asked(query: &str) -> Option<Advice> {
     if JOB.is_match(query) {
         Some(Advice::Job)
@@ -114,6 +139,8 @@ pub fn asked(query: &str) -> Option<Advice> {
         Some(Advice::Cheapest)
     } else if USED_GOODS.is_match(query) {
         Some(Advice::UsedGoods)
+    } else if TIPS.is_match(query) {
+        Some(Advice::Tips)
     } else {
         None
     }
@@ -122,13 +149,14 @@ pub fn asked(query: &str) -> Option<Advice> {
 /// Whether a card whose own texts (lower-cased name, keywords, description and examples) are
 /// `card_text` serves an `advice` request: it recommends or compares; for the cheapest option, it
 /// may also deal in prices, plans or billing; for work, it hires or takes partners on; for used
-/// goods, it deals in them.
+/// goods, it deals in them; for know-how, it teaches, advises or guides.
 pub fn served(card_text: &str, advice: Advice) -> bool {
     match advice {
         Advice::Job => HIRES.is_match(card_text),
         Advice::UsedGoods => DEALS_USED.is_match(card_text),
         Advice::Recommend => ADVISES.is_match(card_text),
         Advice::Cheapest => ADVISES.is_match(card_text) || PRICES.is_match(card_text),
+        Advice::Tips => TEACHES.is_match(card_text),
     }
 }
 
@@ -209,6 +237,25 @@ mod tests {
         assert!(served("乐器选购\n购买新琴和二手琴，旧琴折价换新。", Advice::UsedGoods));
         assert!(served("trade-in\nvalues your car as a trade-in.", Advice::UsedGoods));
         assert!(!served("warranty and returns\nrepairs and replaces frames under warranty.", Advice::UsedGoods));
+    }
+
+    #[test]
+    fn know_how_is_asked_only_of_a_card_that_teaches() {
+        for q in [
+            "自己在家剪刘海总是剪歪，有什么小技巧吗",
+            "滑雪拍的视频怎么剪比较好看，用什么软件",
+            "any tips for all those road sign questions?",
+            "which app should i use to edit the photos?",
+        ] {
+            assert_eq!(asked(q), Some(Advice::Tips), "{q}");
+        }
+        for q in ["帮我约周六剪头发", "how do i renew my parking permit?", "the tips of the skis are chipped"] {
+            assert_eq!(asked(q), None, "{q}");
+        }
+        assert!(served("理论学习\n科目一、科目四题库、模拟考试和答题技巧。", Advice::Tips));
+        assert!(served("ski school\ngroup and private lessons for all levels.", Advice::Tips));
+        assert!(!served("salon booking\nbooks a haircut with a stylist.", Advice::Tips));
+        assert!(!served("exam booking\nbooks the road test and reports the result.", Advice::Tips));
     }
 
     #[test]
