@@ -3076,6 +3076,8 @@ pub fn negations(text: &str) -> Vec<Negation> {
 /// pass expired yesterday") are no completion here: they are usually the trouble asked about.
 #[cfg(feature = "semantic")]
 fn reports_done(query: &str, clause: Clause) -> bool {
+    // Narrower than `meant_from`'s DONE, which reads only the words after a retraction: a whole
+    // clause needs a completed action (妥了, "we've paid"), not a bare "I've" or a final 了.
     static DONE: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(concat!(
             r"已|[完过好妥]了|",
@@ -3083,7 +3085,9 @@ fn reports_done(query: &str, clause: Clause) -> bool {
         ))
         .expect("static regex")
     });
-    static ASKS: LazyLock<Regex> = LazyLock::new(|| {
+    // A request, question or trouble word: the same idea as the praise rule's ASKS_OR_FAULT
+    // (`planner::intent::thanks_praise_only`), with words of its own (is / did / still / 还 / 该).
+    static ASKS_OR_TROUBLE: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(concat!(
             r"[吗呢么帮请想要能可怎哪几没不还该]|什么|多少|",
             r"(?-u:\b)(?:can|could|would|will|please|need|want|how|what|when|where|why|which|who|is|are|do|does|did|should|help|not|never|no|still|yet|but)(?-u:\b)|n't"
@@ -3092,7 +3096,7 @@ fn reports_done(query: &str, clause: Clause) -> bool {
     });
     let text = query[clause.start..clause.end].to_lowercase();
     let asked = query[clause.end..].trim_start().starts_with(['?', '？']);
-    !asked && DONE.is_match(&text) && !ASKS.is_match(&text)
+    !asked && DONE.is_match(&text) && !ASKS_OR_TROUBLE.is_match(&text)
 }
 
 /// `text` from its first letter, digit or CJK character on (the encoder reads no leading
