@@ -634,6 +634,21 @@ fn recognition_report_fortyseventh_config_written_blind() {
     assert_floors(&evaluate("fortyseventh_queries.yaml"), 63.0, 53.0, 62.0);
 }
 
+/// The forty-eighth set (a moving and storage company), written blind by a helper at the start of
+/// 27 Nov's ninth session.
+#[test]
+fn recognition_report_fortyeighth_config_written_blind() {
+    // First run, before any reading of its misses: 46/60, paraphrases 25/32, out of scope 6/8.
+    assert_floors(&evaluate("fortyeighth_queries.yaml"), 75.0, 75.0, 62.0);
+}
+
+/// The forty-ninth set (a city waste and recycling service), written like the forty-eighth.
+#[test]
+fn recognition_report_fortyninth_config_written_blind() {
+    // First run, before any reading of its misses: 45/60, paraphrases 21/32, out of scope 8/8.
+    assert_floors(&evaluate("fortyninth_queries.yaml"), 73.0, 62.0, 87.0);
+}
+
 /// A lone topical candidate under the selection threshold is planned when no other card comes
 /// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
 /// query asks like one in a single clause.
