@@ -36,6 +36,10 @@ pub enum Advice {
     /// ("自己在家剪刘海总是剪歪，有什么小技巧吗", "any tips for shooting at night?"). A card of the
     /// field is not meant unless its texts teach, advise or guide ([`served`]).
     Tips,
+    /// Fortune-telling: a lucky day, feng shui, a horoscope ("帮我看看下个月哪天是搬家的黄道吉日",
+    /// "what's an auspicious date to open the shop?"). A card of the field is not meant unless its
+    /// own texts deal in it ([`served`]).
+    Fortune,
 }
 
 /// Cues of a recommendation in a query (lower-cased, as [`super::normalize`] leaves it). Word
@@ -66,7 +70,7 @@ static CHEAPEST: LazyLock<Regex> = LazyLock::new(|| {
 static JOB: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"招聘|应聘|求职|简历|",
-        r"招(不招)?(人|兼职|全职|[^，。？！,.?!\s新学]{0,6}(店员|学徒|司机|骑手|员工|技师|人手|保安|护工|老师|教练|译员|管家|厨师|服务员|工程师|开发|经理))|",
+        r"招(不招)?(人|兼职|全职|[^，。？！,.?!\s新学]{0,6}(店员|学徒|司机|骑手|员工|技师|人手|保安|护工|老师|教练|译员|管家|厨师|服务员|工程师|开发|经理|工人|搬运工|临时工|小时工|钟点工|装卸工|普工))|",
         r"(?-u:\b)hiring(?-u:\b)|(?-u:\b)job (openings?|vacanc)|(?-u:\b)vacanc(y|ies)(?-u:\b)|(?-u:\b)apply for (a|the|any) (job|position)(?-u:\b)|",
         r"(?-u:\b)work(ing)? for you(?-u:\b)|(?-u:\b)franchisee(?-u:\b)|(?-u:\b)my (cv|resume)(?-u:\b)|(?-u:\b)merchants? sign up(?-u:\b)|",
         r"(?-u:\b)become an? (\w+ )?(franchisee|partner|merchant|rider|driver|courier|instructor|seller|vendor)(?-u:\b)"
@@ -82,6 +86,16 @@ static TIPS: LazyLock<Regex> = LazyLock::new(|| {
         r"(?-u:\b)(what|which) (app|software|program)(?-u:\b)"
     ))
     .expect("tips cues compile")
+});
+
+/// Cues of fortune-telling: almanac days, feng shui, horoscopes; also the words with which a
+/// card's texts would say it deals in them.
+static FORTUNE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"黄道吉日|良辰吉日|吉日|吉时|风水|算命|算卦|看相|生辰八字|[测算合]八字|运势|占卜|塔罗|黄历|",
+        r"horoscope|astrolog|feng shui|fortune[- ]tell|(?-u:)tarot(?-u:)|(?-u:)lucky (day|date)s?(?-u:)|auspicious"
+    ))
+    .expect("fortune cues compile")
 });
 
 /// Words with which a card's texts say it teaches, advises or guides.
@@ -129,7 +143,7 @@ static PRICES: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// The advice `query` (lower-cased) asks for, if it is an advice request (work first, then a
-/// recommendation, the cheapest option, used goods, know-how).
+/// recommendation, the cheapest option, used goods, know-how, fortune-telling).
 pub fn asked(query: &str) -> Option<Advice> {
     if JOB.is_match(query) {
         Some(Advice::Job)
@@ -141,6 +155,8 @@ pub fn asked(query: &str) -> Option<Advice> {
         Some(Advice::UsedGoods)
     } else if TIPS.is_match(query) {
         Some(Advice::Tips)
+    } else if FORTUNE.is_match(query) {
+        Some(Advice::Fortune)
     } else {
         None
     }
@@ -149,7 +165,8 @@ pub fn asked(query: &str) -> Option<Advice> {
 /// Whether a card whose own texts (lower-cased name, keywords, description and examples) are
 /// `card_text` serves an `advice` request: it recommends or compares; for the cheapest option, it
 /// may also deal in prices, plans or billing; for work, it hires or takes partners on; for used
-/// goods, it deals in them; for know-how, it teaches, advises or guides.
+/// goods, it deals in them; for know-how, it teaches, advises or guides; for fortune-telling, it
+/// tells fortunes.
 pub fn served(card_text: &str, advice: Advice) -> bool {
     match advice {
         Advice::Job => HIRES.is_match(card_text),
@@ -157,6 +174,7 @@ pub fn served(card_text: &str, advice: Advice) -> bool {
         Advice::Recommend => ADVISES.is_match(card_text),
         Advice::Cheapest => ADVISES.is_match(card_text) || PRICES.is_match(card_text),
         Advice::Tips => TEACHES.is_match(card_text),
+        Advice::Fortune => FORTUNE.is_match(card_text),
     }
 }
 
@@ -200,6 +218,7 @@ mod tests {
             "你们招不招钢琴老师，我是川音钢琴系毕业的",
             "你们招兼职的法语译员吗，简历发到哪个邮箱",
             "你们院现在招护工吗，我想来应聘",
+            "你们公司还招搬运工吗，按天结算的那种",
             "how do i sign up to become a delivery rider? what's the pay like?",
             "i want to put my own restaurant on your app, how do merchants sign up?",
             "how do i become a franchisee and open one of your bakeries in my city?",
@@ -220,6 +239,23 @@ mod tests {
             Advice::Job
         ));
         assert!(served("招聘\n查看在招岗位、投递简历", Advice::Job));
+    }
+
+    #[test]
+    fn fortune_telling_is_asked_only_of_a_card_that_tells_fortunes() {
+        for q in [
+            "帮我看看下个月哪天是搬家的黄道吉日",
+            "新店开业选哪天风水好",
+            "what's an auspicious date to move house this year?",
+            "can you check my horoscope before the wedding?",
+        ] {
+            assert_eq!(asked(q), Some(Advice::Fortune), "{q}");
+        }
+        for q in ["帮我约下个月5号搬家", "can you move my wedding to a lucky number 8 table?"] {
+            assert_eq!(asked(q), None, "{q}");
+        }
+        assert!(served("择日与风水\n搬家、开业择吉日，住宅风水咨询", Advice::Fortune));
+        assert!(!served("搬家预约\n预约市内搬家的日期和时段", Advice::Fortune));
         assert!(!served("print jobs\nresume a paused print job and track it.", Advice::Job));
         assert!(!served("delivery complaints\nreport a rude rider or a late delivery.", Advice::Job));
     }
