@@ -873,7 +873,15 @@ impl Recognizer {
             return;
         }
         let [only] = recognition.selected.as_slice() else { return };
-        let strong = |e: &Evidence| matches!(e, Evidence::Keyword { .. } | Evidence::Entity { .. });
+        // A value another candidate takes too (a district both a schedule card and a
+        // missed-collection card ask for) tells neither apart: only a keyword or a value of the
+        // card's own holds the lexical pick.
+        let shared = |e: &Evidence| recognition.candidates.iter().any(|c| c.id != only.id && c.evidence.contains(e));
+        let strong = |e: &Evidence| match e {
+            Evidence::Keyword { .. } => true,
+            Evidence::Entity { .. } => !shared(e),
+            _ => false,
+        };
         if cues || recognition.score(&only.id).is_some_and(|c| c.evidence.iter().any(strong)) || !content() {
             return;
         }
