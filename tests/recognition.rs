@@ -649,6 +649,21 @@ fn recognition_report_fortyninth_config_written_blind() {
     assert_floors(&evaluate("fortyninth_queries.yaml"), 73.0, 62.0, 87.0);
 }
 
+/// The fiftieth set (a domestic-services agency), written blind by a helper in 27 Nov's ninth
+/// session, after the forty-eighth and forty-ninth.
+#[test]
+fn recognition_report_fiftieth_config_written_blind() {
+    // First run, before any reading of its misses: 49/60, paraphrases 26/32, out of scope 6/8.
+    assert_floors(&evaluate("fiftieth_queries.yaml"), 80.0, 78.0, 62.0);
+}
+
+/// The fifty-first set (a bookstore with a café), written like the fiftieth.
+#[test]
+fn recognition_report_fiftyfirst_config_written_blind() {
+    // First run, before any reading of its misses: 50/60, paraphrases 28/32, out of scope 6/8.
+    assert_floors(&evaluate("fiftyfirst_queries.yaml"), 81.0, 84.0, 62.0);
+}
+
 /// A lone topical candidate under the selection threshold is planned when no other card comes
 /// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
 /// query asks like one in a single clause.
