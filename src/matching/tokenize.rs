@@ -104,10 +104,30 @@ static JIEBA: LazyLock<jieba_rs::Jieba> = LazyLock::new(jieba_rs::Jieba::new);
 static STEMMER: LazyLock<rust_stemmers::Stemmer> =
     LazyLock::new(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English));
 
-/// Stems one lower-case English word.
+/// Stems one lower-case English word, but for the words Snowball cuts down to a different,
+/// common word ([`OVERSTEMMED`]: "apartment" is no "apart", "business" no "busy").
 pub fn stem(word: &str) -> String {
+    if let Some(&(_, kept)) = OVERSTEMMED.iter().find(|(w, _)| *w == word) {
+        return kept.to_string();
+    }
     STEMMER.stem(word).into_owned()
 }
+
+/// Words whose Snowball stem is (the stem of) another common word of different meaning, with
+/// the stem they keep instead: "take it apart" met an apartment card, "I'm busy" a business
+/// one, an internal fault an international move.
+const OVERSTEMMED: &[(&str, &str)] = &[
+    ("apartment", "apartment"),
+    ("apartments", "apartment"),
+    ("business", "business"),
+    ("businesses", "business"),
+    ("international", "international"),
+    ("internationally", "international"),
+    ("university", "university"),
+    ("universities", "university"),
+    ("experiment", "experiment"),
+    ("experiments", "experiment"),
+];
 
 /// The stem a word is matched by: possessive `'s` dropped, and every negated auxiliary
 /// (don't, doesn't, won't, can't, isn't, cannot…) the one stem `not`, so "doesn't fit",
@@ -874,6 +894,16 @@ mod tests {
             assert!(terms(q, TokKind::Word).contains(&"checkout".to_string()), "{q}");
         }
         assert!(terms("roll the database back up", TokKind::Word).contains(&"backup".to_string()));
+    }
+
+    #[test]
+    fn a_word_snowball_cuts_to_another_word_keeps_its_own_stem() {
+        assert_eq!(terms("take it apart", TokKind::Word), ["apart"]);
+        assert_eq!(terms("our apartments", TokKind::Word), ["apartment"]);
+        assert_eq!(stem("apartment"), stem("apartments"));
+        assert_ne!(stem("business"), stem("busy"));
+        assert_ne!(stem("international"), stem("internal"));
+        assert_eq!(stem("renting"), stem("rent"));
     }
 
     #[test]
