@@ -105,7 +105,7 @@ static STEMMER: LazyLock<rust_stemmers::Stemmer> =
     LazyLock::new(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English));
 
 /// Stems one lower-case English word, but for the words Snowball cuts down to a different,
-/// common word ([`OVERSTEMMED`]: "apartment" is no "apart", "business" no "busy").
+/// common word (`OVERSTEMMED`: "apartment" is no "apart", "business" no "busy").
 pub fn stem(word: &str) -> String {
     if let Some(&(_, kept)) = OVERSTEMMED.iter().find(|(w, _)| *w == word) {
         return kept.to_string();
