@@ -93,7 +93,7 @@ static TIPS: LazyLock<Regex> = LazyLock::new(|| {
 static FORTUNE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"黄道吉日|良辰吉日|吉日|吉时|风水|算命|算卦|看相|生辰八字|[测算合]八字|运势|占卜|塔罗|黄历|",
-        r"horoscope|astrolog|feng shui|fortune[- ]tell|(?-u:)tarot(?-u:)|(?-u:)lucky (day|date)s?(?-u:)|auspicious"
+        r"horoscope|astrolog|feng shui|fortune[- ]tell|(?-u:\b)tarot(?-u:\b)|(?-u:\b)lucky (day|date)s?(?-u:\b)|auspicious"
     ))
     .expect("fortune cues compile")
 });
@@ -239,6 +239,8 @@ mod tests {
             Advice::Job
         ));
         assert!(served("招聘\n查看在招岗位、投递简历", Advice::Job));
+        assert!(!served("print jobs\nresume a paused print job and track it.", Advice::Job));
+        assert!(!served("delivery complaints\nreport a rude rider or a late delivery.", Advice::Job));
     }
 
     #[test]
@@ -248,16 +250,17 @@ mod tests {
             "新店开业选哪天风水好",
             "what's an auspicious date to move house this year?",
             "can you check my horoscope before the wedding?",
+            "is saturday a lucky day to sign the lease?",
+            "do you do tarot readings?",
         ] {
             assert_eq!(asked(q), Some(Advice::Fortune), "{q}");
         }
-        for q in ["帮我约下个月5号搬家", "can you move my wedding to a lucky number 8 table?"] {
+        for q in ["帮我约下个月5号搬家", "can you move my wedding to a lucky number 8 table?", "a tarotbook order"]
+        {
             assert_eq!(asked(q), None, "{q}");
         }
         assert!(served("择日与风水\n搬家、开业择吉日，住宅风水咨询", Advice::Fortune));
         assert!(!served("搬家预约\n预约市内搬家的日期和时段", Advice::Fortune));
-        assert!(!served("print jobs\nresume a paused print job and track it.", Advice::Job));
-        assert!(!served("delivery complaints\nreport a rude rider or a late delivery.", Advice::Job));
     }
 
     #[test]

@@ -725,24 +725,15 @@ impl Recognizer {
         }
         // A value every other selected card takes too ("in Jiangnan" for both a schedule and a
         // missed-collection card) names neither of them.
-        let entities = |c: &CardScore| -> Vec<(String, String)> {
-            c.evidence
-                .iter()
-                .filter_map(|e| match e {
-                    Evidence::Entity { key, value } => Some((key.clone(), value.clone())),
-                    _ => None,
-                })
-                .collect()
-        };
         let shared_only = |c: &CardScore| {
-            let own = entities(c);
+            let own = c.evidence.iter().filter(|e| matches!(e, Evidence::Entity { .. }));
             !c.evidence.iter().any(|e| matches!(e, Evidence::Keyword { .. }))
-                && recognition.selected.iter().filter(|o| o.id != c.id).filter_map(|o| recognition.score(&o.id)).any(
-                    |o| {
-                        let theirs = entities(o);
-                        own.iter().all(|x| theirs.contains(x))
-                    },
-                )
+                && recognition
+                    .selected
+                    .iter()
+                    .filter(|o| o.id != c.id)
+                    .filter_map(|o| recognition.score(&o.id))
+                    .any(|o| own.clone().all(|e| o.evidence.contains(e)))
         };
         let strong = |id: &str| recognition.score(id).is_some_and(|c| named(c) && !shared_only(c));
         let index = |id: &str| self.cards.iter().position(|c| c.id == id).map(|i| i as u32);
