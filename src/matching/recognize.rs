@@ -723,8 +723,9 @@ impl Recognizer {
         if recognition.selected.len() < 2 {
             return;
         }
-        // A value every other selected card takes too ("in Jiangnan" for both a schedule and a
-        // missed-collection card) names neither of them.
+        // Values another selected card takes too ("in Jiangnan" for both a schedule and a
+        // missed-collection card) name neither of them: a card whose values all stand in one
+        // other selected card's evidence is not named by them.
         let shared_only = |c: &CardScore| {
             let own = c.evidence.iter().filter(|e| matches!(e, Evidence::Entity { .. }));
             !c.evidence.iter().any(|e| matches!(e, Evidence::Keyword { .. }))
