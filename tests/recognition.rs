@@ -664,6 +664,21 @@ fn recognition_report_fiftyfirst_config_written_blind() {
     assert_floors(&evaluate("fiftyfirst_queries.yaml"), 81.0, 84.0, 62.0);
 }
 
+/// The fifty-second set (a pest control company), written blind by a helper at the start of
+/// 28 Nov's tenth session.
+#[test]
+fn recognition_report_fiftysecond_config_written_blind() {
+    // First run, before any reading of its misses: 48/60, paraphrases 23/32, out of scope 5/8.
+    assert_floors(&evaluate("fiftysecond_queries.yaml"), 78.0, 68.0, 50.0);
+}
+
+/// The fifty-third set (a language school), written like the fifty-second.
+#[test]
+fn recognition_report_fiftythird_config_written_blind() {
+    // First run, before any reading of its misses: 49/60, paraphrases 27/32, out of scope 6/8.
+    assert_floors(&evaluate("fiftythird_queries.yaml"), 80.0, 81.0, 62.0);
+}
+
 /// A lone topical candidate under the selection threshold is planned when no other card comes
 /// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
 /// query asks like one in a single clause.
