@@ -1354,6 +1354,31 @@ fn a_thanks_naming_the_teacher_asks_for_nothing() {
     assert_eq!(routed(&third.load(), "Thanks, doctor. Can I book a doctor for Monday?").0, ["clinic_agent"]);
 }
 
+/// A greeting addressing a teacher ("老师好～") is a greeting, though a teacher-message card
+/// shares the title; a greeting followed by a request plans the request.
+#[test]
+fn a_greeting_to_the_teacher_asks_for_nothing() {
+    let handle = eval_config("twentyfirst");
+    let registry = handle.load();
+    for q in ["老师好～", "王老师好！", "您好，老师"] {
+        let turn = first_turn(&registry, q);
+        assert!(
+            matches!(turn.decision, Decision::Direct(switchboard::planner::SimpleIntent::Greeting)),
+            "{q}: {:?}",
+            turn.decision
+        );
+    }
+    let (agents, _) = routed(&registry, "老师好，帮我给王老师留个言，孩子今天有点咳嗽");
+    assert!(agents.contains(&"teacher_message_agent".to_string()), "{agents:?}");
+    let third = eval_config("third");
+    let turn = first_turn(&third.load(), "Hello doctor!");
+    assert!(
+        matches!(turn.decision, Decision::Direct(switchboard::planner::SimpleIntent::Greeting)),
+        "{:?}",
+        turn.decision
+    );
+}
+
 /// A thanks that only praises what was done asks nothing of the card it names; praise followed
 /// by a request plans the request.
 #[test]

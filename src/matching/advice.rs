@@ -69,10 +69,11 @@ static CHEAPEST: LazyLock<Regex> = LazyLock::new(|| {
 /// applying, a CV, a franchise, signing up as a merchant or rider.
 static JOB: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
-        r"招聘|应聘|求职|简历|",
-        r"招(不招)?(人|兼职|全职|[^，。？！,.?!\s新学]{0,6}(店员|学徒|司机|骑手|员工|技师|人手|保安|护工|老师|教练|译员|管家|厨师|服务员|工程师|开发|经理|工人|搬运工|临时工|小时工|钟点工|装卸工|普工))|",
+        r"招聘|应聘|求职|(投|发|递|交|寄|附上|提交)[^，。？！,.?!\s]{0,4}简历|简历[^，。？！,.?!\s]{0,6}(投|发|递|寄|邮箱)|",
+        r"招(不招)?(人|兼职|全职|[^，。？！,.?!\s新学]{0,6}(店员|学徒|司机|骑手|员工|技师|师傅|阿姨|人手|保安|护工|老师|教练|译员|管家|厨师|服务员|工程师|开发|经理|工人|搬运工|临时工|小时工|钟点工|装卸工|普工))|",
         r"(?-u:\b)hiring(?-u:\b)|(?-u:\b)job (openings?|vacanc)|(?-u:\b)vacanc(y|ies)(?-u:\b)|(?-u:\b)apply for (a|the|any) (job|position)(?-u:\b)|",
-        r"(?-u:\b)work(ing)? for you(?-u:\b)|(?-u:\b)franchisee(?-u:\b)|(?-u:\b)my (cv|resume)(?-u:\b)|(?-u:\b)merchants? sign up(?-u:\b)|",
+        r"(?-u:\b)work(ing)? for you(?-u:\b)|(?-u:\b)franchisee(?-u:\b)|(?-u:\b)merchants? sign up(?-u:\b)|",
+        r"(?-u:\b)(send|sent|sending|attach|attached|submit|submitted|email|emailed|forward|upload|uploaded|drop off|here(’s|'s| is)|enclosed?)( you| over| in)? (a copy of )?my (cv|resume)(?-u:\b)|",
         r"(?-u:\b)become an? (\w+ )?(franchisee|partner|merchant|rider|driver|courier|instructor|seller|vendor)(?-u:\b)"
     ))
     .expect("job cues compile")
@@ -105,6 +106,13 @@ static TEACHES: LazyLock<Regex> = LazyLock::new(|| {
         r"recommend|suggest|advi[cs]e|consult|guid|tutor|coach|teach|lesson|course|class|train|learn|tips"
     ))
     .expect("teaching words compile")
+});
+
+/// A purchase already made just before a used-goods cue ("刚在网上买了个二手床垫", "I bought a
+/// second-hand sofa"): the goods are the story of the query, not something it asks to buy or sell.
+static BOUGHT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(买了|买的|淘了|入手了?|捡了)[^，。？！,.?!\s]{0,3}$|(?-u:\b)(bought|got|picked up|purchased)( (a|an|this|the|some|my|our))? ?$")
+        .expect("purchase cues compile")
 });
 
 /// Cues of used goods bought or sold.
@@ -151,7 +159,7 @@ pub fn asked(query: &str) -> Option<Advice> {
         Some(Advice::Recommend)
     } else if CHEAPEST.is_match(query) {
         Some(Advice::Cheapest)
-    } else if USED_GOODS.is_match(query) {
+    } else if USED_GOODS.find_iter(query).any(|m| !BOUGHT.is_match(&query[..m.start()])) {
         Some(Advice::UsedGoods)
     } else if TIPS.is_match(query) {
         Some(Advice::Tips)
@@ -219,6 +227,9 @@ mod tests {
             "你们招兼职的法语译员吗，简历发到哪个邮箱",
             "你们院现在招护工吗，我想来应聘",
             "你们公司还招搬运工吗，按天结算的那种",
+            "你们招不招消杀师傅，没经验的话有没有培训",
+            "我想投份简历，你们还缺人吗",
+            "can i send you my cv for the weekend shifts?",
             "how do i sign up to become a delivery rider? what's the pay like?",
             "i want to put my own restaurant on your app, how do merchants sign up?",
             "how do i become a franchisee and open one of your bakeries in my city?",
@@ -231,6 +242,9 @@ mod tests {
             "找工作要一份盖教务处公章的各科分数单，去哪开",
             "before i put money into this franchise i'd like a lawyer to read the agreement",
             "can a driver pick me up at 6?",
+            "does the certificate come in english too? i want to put it on my cv.",
+            "证书能不能出英文版，我想写进简历里",
+            "师傅明天几点到",
         ] {
             assert_ne!(asked(q), Some(Advice::Job), "{q}");
         }
@@ -273,6 +287,14 @@ mod tests {
             assert_eq!(asked(q), Some(Advice::UsedGoods), "{q}");
         }
         assert_eq!(asked("my marriage certificate is going to be used in the uae"), None);
+        // A used thing already bought is the story of the query, not a sale asked for.
+        for q in [
+            "刚在网上买了个二手床垫，之后每天早上醒来胳膊上都是红疙瘩",
+            "i bought a second-hand sofa last month and now there are bugs in it",
+        ] {
+            assert_eq!(asked(q), None, "{q}");
+        }
+        assert_eq!(asked("买了个二手床垫，你们收二手家具吗"), Some(Advice::UsedGoods));
         assert!(served("乐器选购\n购买新琴和二手琴，旧琴折价换新。", Advice::UsedGoods));
         assert!(served("trade-in\nvalues your car as a trade-in.", Advice::UsedGoods));
         assert!(!served("warranty and returns\nrepairs and replaces frames under warranty.", Advice::UsedGoods));

@@ -111,6 +111,7 @@ pub fn simple_intent_beside(registry: &Registry, lower: &str, recognition: &Reco
     }
     if simple == SimpleIntent::HumanRequested {
         mask_card_words(registry, lower, recognition, &mut masked);
+        mask_reported(registry, lower, &mut masked);
     }
     if masked == lower {
         return Some(simple);
@@ -139,6 +140,24 @@ fn mask_card_words(registry: &Registry, lower: &str, recognition: &Recognition, 
     };
     for span in registry.lexicons.find_all(Lexicon::Human, lower) {
         if masked.get(span.clone()).is_some_and(&shared) {
+            blank(masked, span);
+        }
+    }
+}
+
+/// Blanks in `masked` each word of the human list that someone else did, as the query reports it:
+/// "租客投诉晚上睡觉被虫咬" tells what a tenant complained of, it asks for no human. The word
+/// follows a third party (租客, 邻居, 客人, 有人, 他 … or 被) with at most an adverb between.
+fn mask_reported(registry: &Registry, lower: &str, masked: &mut String) {
+    static OTHERS: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(concat!(
+            r"(租客|房客|客人|顾客|客户|乘客|游客|住客|邻居|住户|业主|用户|学生|家长|员工|同事|病人|患者|",
+            r"有人|别人|他们|她们|他|她|被)(又|也|都|还|一直|经常|多次|总是|老是)?$"
+        ))
+        .expect("static regex")
+    });
+    for span in registry.lexicons.find_all(Lexicon::Human, lower) {
+        if OTHERS.is_match(&lower[..span.start]) {
             blank(masked, span);
         }
     }
@@ -188,17 +207,48 @@ pub fn thanks_addressed(lower: &str, recognition: &Recognition) -> bool {
     let Some(word) = ADDRESSED.captures(lower).and_then(|c| c.get(1).or_else(|| c.get(2))) else {
         return false;
     };
-    let word = word.as_str();
-    let only_the_word = |e: &crate::matching::Evidence| match e {
+    only_the_word(word.as_str(), recognition)
+}
+
+/// Whether a greeting only addresses someone ("老师好～", "王医生您好", "您好，师傅", "Hi
+/// doctor!"): the message is a title (老师, 师傅, 医生, 经理 …, up to two characters before it,
+/// as in 王老师) with 好 / 早 / 您好 …, or a greeting followed by such a title, and no selected
+/// card has a keyword or a value in it ([`thanks_addressed`]'s test on the whole message). A
+/// tutoring card that shares 老师 is not asked for: the turn is answered as a greeting.
+pub fn greeting_addressed(lower: &str, recognition: &Recognition) -> bool {
+    static ADDRESSED: LazyLock<Regex> = LazyLock::new(|| {
+        let title = r"(?:\p{Han}{0,2}?(?:老师|师傅|医生|大夫|护士|律师|经理|老板|阿姨|叔叔|同学|各位|大家|客服|小姐|先生|女士|教练|主任|院长|校长|店长|管家))们?";
+        let hello = r"(?:好|早|您好|你好|早上好|上午好|下午好|晚上好)";
+        Regex::new(&format!(
+            concat!(
+                r"^\s*(?:{title}{hello}|(?:你好|您好|嗨|哈喽)[\s,，、]*{title})[\s!！。.~～,，]*$",
+                r"|^\s*(?:hi|hello|hey|good (?:morning|afternoon|evening))[\s,]+(?:dear\s+|mr\.?\s+|ms\.?\s+|dr\.?\s+)?",
+                r"(?:doctor|teacher|coach|sir|madam|miss|professor|doc)[\s!.]*$"
+            ),
+            title = title,
+            hello = hello
+        ))
+        .expect("static regex")
+    });
+    // The message is nothing but the address: every word of it may be the cards' evidence.
+    ADDRESSED.is_match(lower) && only_the_word(lower, recognition)
+}
+
+/// Whether every selected card (and at least one) was met only on `word` of an address: shared
+/// words inside it, and examples met on them; no keyword or value.
+fn only_the_word(word: &str, recognition: &Recognition) -> bool {
+    let only = |e: &crate::matching::Evidence| match e {
         crate::matching::Evidence::Terms { terms, .. } => terms.iter().all(|t| word.contains(term_word(t))),
-        // An example met on that word alone ("Book a doctor's appointment" for "Thanks, doctor").
-        crate::matching::Evidence::SimilarExample { .. } => true,
+        // An example or a text met on that word alone ("Book a doctor's appointment" for "Thanks,
+        // doctor").
+        crate::matching::Evidence::SimilarExample { .. } | crate::matching::Evidence::Semantic { .. } => true,
         _ => false,
     };
     !recognition.selected.is_empty()
-        && recognition.selected.iter().all(|s| {
-            recognition.score(&s.id).is_some_and(|c| !c.evidence.is_empty() && c.evidence.iter().all(only_the_word))
-        })
+        && recognition
+            .selected
+            .iter()
+            .all(|s| recognition.score(&s.id).is_some_and(|c| !c.evidence.is_empty() && c.evidence.iter().all(only)))
 }
 
 /// Whether a thanks only praises what was done ("Thanks! The cake last week was amazing, by the
@@ -326,5 +376,21 @@ mod tests {
         assert_eq!(beside("不是说你，气死我了"), Some(SimpleIntent::Angry));
         // The safety lists are never negated away.
         assert_eq!(beside("我不想活了"), Some(SimpleIntent::SelfHarm));
+    }
+
+    #[test]
+    fn a_complaint_someone_else_made_asks_for_no_human() {
+        let registry = demo_registry();
+        let beside = |q: &str| {
+            let lower = q.to_lowercase();
+            simple_intent_beside(&registry, &lower, &registry.recognizer.recognize(q))
+        };
+        for q in ["租客投诉晚上睡觉被虫咬，能派人来看看吗", "邻居又投诉我们家空调滴水", "我被投诉了，说我噪音太大"]
+        {
+            assert_eq!(beside(q), None, "{q}");
+        }
+        for q in ["我要投诉", "投诉", "租客的事我要投诉"] {
+            assert_eq!(beside(q), Some(SimpleIntent::HumanRequested), "{q}");
+        }
     }
 }

@@ -209,11 +209,17 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
     let lower = input.query.to_lowercase();
     let recognition = intent::recognize(registry, input.query);
     let simple = intent::simple_intent_beside(registry, &lower, &recognition);
+    // A greeting addressing someone by a title a card shares ("老师好～" beside a tutoring card)
+    // is a greeting.
+    let greeted =
+        matches!(simple, None | Some(SimpleIntent::Greeting)) && intent::greeting_addressed(&lower, &recognition);
+    let simple = if greeted { Some(SimpleIntent::Greeting) } else { simple };
     // A greeting, thanks or small talk that only resembles a card in meaning asks for nothing,
     // nor does a thanks naming whom it thanks ("谢谢老师" beside a teacher-message card) or only
     // praising what was done ("Thanks! The cake was amazing").
-    let addressed = simple == Some(SimpleIntent::Thanks)
-        && (intent::thanks_addressed(&lower, &recognition) || intent::thanks_praise_only(&lower));
+    let addressed = greeted
+        || simple == Some(SimpleIntent::Thanks)
+            && (intent::thanks_addressed(&lower, &recognition) || intent::thanks_praise_only(&lower));
     let hits = if (recognition.by_meaning && simple.is_some()) || addressed { Vec::new() } else { recognition.hits() };
     let cancel = intent::is_cancel(registry, &lower);
     let result = intent_result(&recognition, simple, &input);
