@@ -679,6 +679,21 @@ fn recognition_report_fiftythird_config_written_blind() {
     assert_floors(&evaluate("fiftythird_queries.yaml"), 80.0, 81.0, 62.0);
 }
 
+/// The fifty-fourth set (a wedding and portrait photography studio), written blind by a helper in
+/// 28 Nov's tenth session, after the rules read off the fifty-second and fifty-third.
+#[test]
+fn recognition_report_fiftyfourth_config_written_blind() {
+    // First run, before any reading of its misses: 51/60, paraphrases 26/32, out of scope 7/8.
+    assert_floors(&evaluate("fiftyfourth_queries.yaml"), 83.0, 78.0, 75.0);
+}
+
+/// The fifty-fifth set (a print and copy shop), written like the fifty-fourth.
+#[test]
+fn recognition_report_fiftyfifth_config_written_blind() {
+    // First run, before any reading of its misses: 48/60, paraphrases 27/32, out of scope 7/8.
+    assert_floors(&evaluate("fiftyfifth_queries.yaml"), 78.0, 81.0, 75.0);
+}
+
 /// A lone topical candidate under the selection threshold is planned when no other card comes
 /// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
 /// query asks like one in a single clause.
