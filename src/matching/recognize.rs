@@ -2054,26 +2054,38 @@ fn after_destination_marker(query: &str, at: usize) -> bool {
         Some('到') => !matches!(chars.next(), Some('订' | '买' | '抢' | '找' | '收' | '拿' | '办' | '约' | '定')),
         Some('去' | '回' | '往') => true,
         _ => {
-            let words: Vec<String> = before.split_whitespace().rev().take(2).map(str::to_lowercase).collect();
-            let owner = |w: &str| matches!(w, "my" | "the" | "our" | "your" | "his" | "her" | "their");
-            let marker = |w: &str| matches!(w, "to" | "from");
-            match words.as_slice() {
-                [last, ..] if marker(last) => true,
-                [last, prev] => owner(last) && marker(prev),
-                _ => false,
-            }
+            let is = |w: Option<&str>, set: &[&str]| w.is_some_and(|w| set.iter().any(|s| w.eq_ignore_ascii_case(s)));
+            let (last, prev) = last_two_words(before);
+            is(last, &["to", "from"])
+                || is(last, &["my", "the", "our", "your", "his", "her", "their"]) && is(prev, &["to", "from"])
         }
     }
 }
+
+/// The last two whitespace-separated words of `text` (the last first), read from its last
+/// [`WORDS_WINDOW`] bytes only: the words compared are short ("their from "), and a scan of the
+/// whole text per term would cost a query's length squared. A word the window cuts is none.
+fn last_two_words(text: &str) -> (Option<&str>, Option<&str>) {
+    let mut from = text.len().saturating_sub(WORDS_WINDOW);
+    while !text.is_char_boundary(from) {
+        from += 1;
+    }
+    let tail = &text[from..];
+    let cut = from > 0 && !text[..from].ends_with(char::is_whitespace);
+    let mut words = tail.split_whitespace().rev().filter(|w| !(cut && std::ptr::eq(w.as_ptr(), tail.as_ptr())));
+    (words.next(), words.next())
+}
+
+/// See [`last_two_words`].
+const WORDS_WINDOW: usize = 24;
 
 /// Whether an English "to" / "from" and an owner (my / our / the …) come right before byte
 /// `at` of `query` ("a ride to my hotel"): a place, unlike a bare "to" ("need to sleep") or a
 /// Chinese 去 / 到, which may name the place a card is about ("去大厅" for a service-hall card).
 fn after_owned_destination(query: &str, at: usize) -> bool {
-    let words: Vec<String> = query[..at].split_whitespace().rev().take(2).map(str::to_lowercase).collect();
-    matches!(words.as_slice(), [owner, marker]
-        if matches!(owner.as_str(), "my" | "our" | "your" | "his" | "her" | "their")
-            && matches!(marker.as_str(), "to" | "from"))
+    let is = |w: Option<&str>, set: &[&str]| w.is_some_and(|w| set.iter().any(|s| w.eq_ignore_ascii_case(s)));
+    let (owner, marker) = last_two_words(&query[..at]);
+    is(owner, &["my", "our", "your", "his", "her", "their"]) && is(marker, &["to", "from"])
 }
 
 /// The entity sources of a registry, compiled for one pass over a text whatever their number:
@@ -3616,6 +3628,20 @@ mod tests {
         // The value still counts where only its owner names it.
         let vet = r.recognize("我家狗需要看兽医");
         assert_eq!(ids(&vet), ["vet"]);
+    }
+
+    #[test]
+    fn the_last_two_words_are_read_from_the_end_only() {
+        assert_eq!(last_two_words("a ride to my "), (Some("my"), Some("to")));
+        assert_eq!(last_two_words("go to"), (Some("to"), Some("go")));
+        // A word the window cuts is none: the end of "…ato" is no "to".
+        assert_eq!(last_two_words(&format!("{}to", "a".repeat(40))), (None, None));
+        assert_eq!(last_two_words(&format!("{} my", "a".repeat(40))), (Some("my"), None));
+        assert_eq!(last_two_words(&format!("{} to go to", "和".repeat(40))), (Some("to"), Some("go")));
+        assert!(after_owned_destination("Send a car from my", "Send a car from my".len()));
+        assert!(!after_owned_destination("I need to my", 7));
+        assert!(after_destination_marker("飞机到", "飞机到".len()));
+        assert!(after_destination_marker("a taxi From THE", "a taxi From THE".len()));
     }
 
     #[test]
