@@ -50,7 +50,6 @@ static RECOMMEND: LazyLock<Regex> = LazyLock::new(|| {
         r"推荐|值得(买|去|看)|有什么好(吃|玩|看|用)的|",
         r"哪(个|家|款|种|所|位|里)[^，。？！,.?!\s]{0,8}(好|靠谱|实用|耐用|省电|省油|合适|可靠|值得)|",
         r"(买|选|挑)(什么|哪个|哪款)[^，。？！,.?!\s]{0,6}(好|合适|靠谱)|",
-        r"(哪个|哪些|哪款|什么)(牌子|品牌)|",
         r"(?-u:\b)recommend|(?-u:\b)suggest (a|an|some|me)(?-u:\b)|",
         r"(?-u:\b)which (brand|model|school|one|place)(?-u:\b)[^.?!]{0,30}(?-u:\b)(best|better|good|reliable)(?-u:\b)|",
         r"(?-u:\b)which (one )?is (better|best|more (reliable|practical|durable|useful)|the most (reliable|practical|durable|useful))(?-u:\b)|",
@@ -58,6 +57,11 @@ static RECOMMEND: LazyLock<Regex> = LazyLock::new(|| {
     ))
     .expect("advice cues compile")
 });
+
+/// A brand asked for: a recommendation ("哪个牌子的比较省油"), unless 是 comes right before it
+/// ("给我上妆用的是什么牌子" asks what is used: [`asked`]).
+static BRAND: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(哪个|哪些|哪款|什么)(牌子|品牌)").expect("advice cues compile"));
 
 /// Cues of a request for the cheapest option.
 static CHEAPEST: LazyLock<Regex> = LazyLock::new(|| {
@@ -70,7 +74,7 @@ static CHEAPEST: LazyLock<Regex> = LazyLock::new(|| {
 static JOB: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"招聘|应聘|求职|(投|发|递|交|寄|附上|提交)[^，。？！,.?!\s]{0,4}简历|简历[^，。？！,.?!\s]{0,6}(投|发|递|寄|邮箱)|",
-        r"招(不招)?(人|兼职|全职|[^，。？！,.?!\s新学]{0,6}(店员|学徒|司机|骑手|员工|技师|师傅|阿姨|人手|保安|护工|老师|教练|译员|管家|厨师|服务员|工程师|开发|经理|工人|搬运工|临时工|小时工|钟点工|装卸工|普工))|",
+        r"招(不招)?(人|兼职|全职|[^，。？！,.?!\s新学]{0,6}(店员|学徒|司机|骑手|员工|技师|师傅|阿姨|人手|保安|护工|老师|教练|译员|管家|厨师|服务员|工程师|开发|经理|助理|实习生|摄影师|化妆师|设计师|工人|搬运工|临时工|小时工|钟点工|装卸工|普工))|",
         r"(?-u:\b)hiring(?-u:\b)|(?-u:\b)job (openings?|vacanc)|(?-u:\b)vacanc(y|ies)(?-u:\b)|(?-u:\b)apply for (a|the|any) (job|position)(?-u:\b)|",
         r"(?-u:\b)work(ing)? for you(?-u:\b)|(?-u:\b)franchisee(?-u:\b)|(?-u:\b)merchants? sign up(?-u:\b)|",
         r"(?-u:\b)(send|sent|sending|attach|attached|submit|submitted|email|emailed|forward|upload|uploaded|drop off|here(’s|'s| is)|enclosed?)( you| over| in)? (a copy of )?my (cv|resume)(?-u:\b)|",
@@ -155,7 +159,7 @@ static PRICES: LazyLock<Regex> = LazyLock::new(|| {
 pub fn asked(query: &str) -> Option<Advice> {
     if JOB.is_match(query) {
         Some(Advice::Job)
-    } else if RECOMMEND.is_match(query) {
+    } else if RECOMMEND.is_match(query) || BRAND.find_iter(query).any(|m| !query[..m.start()].ends_with('是')) {
         Some(Advice::Recommend)
     } else if CHEAPEST.is_match(query) {
         Some(Advice::Cheapest)
@@ -214,6 +218,7 @@ mod tests {
             "收到厂家的信说要回厂免费更换，去哪家店弄",
             "帮我订一间好一点的酒店",
             "my lease ends soon, which forms do i sign?",
+            "我皮肤很敏感，给我上妆用的是什么牌子，能不能用我自己带的",
         ] {
             assert_eq!(asked(q), None, "{q}");
         }
@@ -228,6 +233,7 @@ mod tests {
             "你们院现在招护工吗，我想来应聘",
             "你们公司还招搬运工吗，按天结算的那种",
             "你们招不招消杀师傅，没经验的话有没有培训",
+            "你们招不招摄影助理，应届生可以吗",
             "我想投份简历，你们还缺人吗",
             "can i send you my cv for the weekend shifts?",
             "how do i sign up to become a delivery rider? what's the pay like?",
