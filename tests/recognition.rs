@@ -1385,6 +1385,14 @@ fn a_greeting_to_the_teacher_asks_for_nothing() {
     }
     let (agents, _) = routed(&registry, "老师好，帮我给王老师留个言，孩子今天有点咳嗽");
     assert!(agents.contains(&"teacher_message_agent".to_string()), "{agents:?}");
+    // Where no card shares the title, the greeting is still no out-of-scope request.
+    let demo = RegistryHandle::open(&repo().join("agents_config.yaml")).unwrap();
+    let turn = first_turn(&demo.load(), "王老师好！");
+    assert!(
+        matches!(turn.decision, Decision::Direct(switchboard::planner::SimpleIntent::Greeting)),
+        "{:?}",
+        turn.decision
+    );
     let third = eval_config("third");
     let turn = first_turn(&third.load(), "Hello doctor!");
     assert!(

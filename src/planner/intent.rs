@@ -214,7 +214,8 @@ pub fn thanks_addressed(lower: &str, recognition: &Recognition) -> bool {
 /// doctor!"): the message is a title (老师, 师傅, 医生, 经理 …, up to two characters before it,
 /// as in 王老师) with 好 / 早 / 您好 …, or a greeting followed by such a title, and no selected
 /// card has a keyword or a value in it ([`thanks_addressed`]'s test on the whole message). A
-/// tutoring card that shares 老师 is not asked for: the turn is answered as a greeting.
+/// tutoring card that shares 老师 is not asked for: the turn is answered as a greeting; so is
+/// "老师好" where no card was selected (not out of scope).
 pub fn greeting_addressed(lower: &str, recognition: &Recognition) -> bool {
     static ADDRESSED: LazyLock<Regex> = LazyLock::new(|| {
         let title = r"(?:\p{Han}{0,2}?(?:老师|师傅|医生|大夫|护士|律师|经理|老板|阿姨|叔叔|同学|各位|大家|客服|小姐|先生|女士|教练|主任|院长|校长|店长|管家))们?";
@@ -231,7 +232,7 @@ pub fn greeting_addressed(lower: &str, recognition: &Recognition) -> bool {
         .expect("static regex")
     });
     // The message is nothing but the address: every word of it may be the cards' evidence.
-    ADDRESSED.is_match(lower) && only_the_word(lower, recognition)
+    ADDRESSED.is_match(lower) && (recognition.selected.is_empty() || only_the_word(lower, recognition))
 }
 
 /// Whether every selected card (and at least one) was met only on `word` of an address: shared
