@@ -236,7 +236,8 @@ pub fn greeting_addressed(lower: &str, recognition: &Recognition) -> bool {
 }
 
 /// Whether every selected card (and at least one) was met only on `word` of an address: shared
-/// words inside it, and examples met on them; no keyword or value.
+/// words inside it, and examples or card texts met on them (similar example, close in meaning);
+/// no keyword, value or negation.
 fn only_the_word(word: &str, recognition: &Recognition) -> bool {
     let only = |e: &crate::matching::Evidence| match e {
         crate::matching::Evidence::Terms { terms, .. } => terms.iter().all(|t| word.contains(term_word(t))),
