@@ -1342,6 +1342,12 @@ fn a_joined_request_no_card_clearly_means_is_asked_about_in_the_summary() {
     assert!(rec.unresolved.is_empty(), "{:?}", rec.unresolved);
 }
 
+/// Asserts that the first turn of `query` is answered directly as `intent`.
+fn assert_direct(registry: &Registry, query: &str, intent: planner::SimpleIntent) {
+    let turn = first_turn(registry, query);
+    assert!(matches!(turn.decision, Decision::Direct(i) if i == intent), "{query}: {:?}", turn.decision);
+}
+
 /// A thanks that names whom it thanks ("谢谢老师") is answered as thanks, though a
 /// teacher-message card shares the word; a thanks followed by a request plans the request.
 #[test]
@@ -1349,23 +1355,13 @@ fn a_thanks_naming_the_teacher_asks_for_nothing() {
     let handle = eval_config("twentyfirst");
     let registry = handle.load();
     for q in ["辛苦了，谢谢老师", "谢谢老师！"] {
-        let turn = first_turn(&registry, q);
-        assert!(
-            matches!(turn.decision, Decision::Direct(switchboard::planner::SimpleIntent::Thanks)),
-            "{q}: {:?}",
-            turn.decision
-        );
+        assert_direct(&registry, q, planner::SimpleIntent::Thanks);
     }
     let (agents, _) = routed(&registry, "谢谢老师，帮我给王老师留个言，孩子今天有点咳嗽");
     assert!(agents.contains(&"teacher_message_agent".to_string()), "{agents:?}");
     // The same in English, beside a clinic card whose example books a doctor.
     let third = eval_config("third");
-    let turn = first_turn(&third.load(), "Thanks so much, doctor!");
-    assert!(
-        matches!(turn.decision, Decision::Direct(switchboard::planner::SimpleIntent::Thanks)),
-        "{:?}",
-        turn.decision
-    );
+    assert_direct(&third.load(), "Thanks so much, doctor!", planner::SimpleIntent::Thanks);
     assert_eq!(routed(&third.load(), "Thanks, doctor. Can I book a doctor for Monday?").0, ["clinic_agent"]);
 }
 
@@ -1376,30 +1372,15 @@ fn a_greeting_to_the_teacher_asks_for_nothing() {
     let handle = eval_config("twentyfirst");
     let registry = handle.load();
     for q in ["老师好～", "王老师好！", "您好，老师"] {
-        let turn = first_turn(&registry, q);
-        assert!(
-            matches!(turn.decision, Decision::Direct(switchboard::planner::SimpleIntent::Greeting)),
-            "{q}: {:?}",
-            turn.decision
-        );
+        assert_direct(&registry, q, planner::SimpleIntent::Greeting);
     }
     let (agents, _) = routed(&registry, "老师好，帮我给王老师留个言，孩子今天有点咳嗽");
     assert!(agents.contains(&"teacher_message_agent".to_string()), "{agents:?}");
     // Where no card shares the title, the greeting is still no out-of-scope request.
     let demo = RegistryHandle::open(&repo().join("agents_config.yaml")).unwrap();
-    let turn = first_turn(&demo.load(), "王老师好！");
-    assert!(
-        matches!(turn.decision, Decision::Direct(switchboard::planner::SimpleIntent::Greeting)),
-        "{:?}",
-        turn.decision
-    );
+    assert_direct(&demo.load(), "王老师好！", planner::SimpleIntent::Greeting);
     let third = eval_config("third");
-    let turn = first_turn(&third.load(), "Hello doctor!");
-    assert!(
-        matches!(turn.decision, Decision::Direct(switchboard::planner::SimpleIntent::Greeting)),
-        "{:?}",
-        turn.decision
-    );
+    assert_direct(&third.load(), "Hello doctor!", planner::SimpleIntent::Greeting);
 }
 
 /// A thanks that only praises what was done asks nothing of the card it names; praise followed

@@ -2054,10 +2054,9 @@ fn after_destination_marker(query: &str, at: usize) -> bool {
         Some('到') => !matches!(chars.next(), Some('订' | '买' | '抢' | '找' | '收' | '拿' | '办' | '约' | '定')),
         Some('去' | '回' | '往') => true,
         _ => {
-            let is = |w: Option<&str>, set: &[&str]| w.is_some_and(|w| set.iter().any(|s| w.eq_ignore_ascii_case(s)));
             let (last, prev) = last_two_words(before);
-            is(last, &["to", "from"])
-                || is(last, &["my", "the", "our", "your", "his", "her", "their"]) && is(prev, &["to", "from"])
+            word_in(last, &["to", "from"])
+                || word_in(last, &["my", "the", "our", "your", "his", "her", "their"]) && word_in(prev, &["to", "from"])
         }
     }
 }
@@ -2079,13 +2078,17 @@ fn last_two_words(text: &str) -> (Option<&str>, Option<&str>) {
 /// See [`last_two_words`].
 const WORDS_WINDOW: usize = 24;
 
+/// Whether `word` is one of `set` (lower-case ASCII words), in any case.
+fn word_in(word: Option<&str>, set: &[&str]) -> bool {
+    word.is_some_and(|w| set.iter().any(|s| w.eq_ignore_ascii_case(s)))
+}
+
 /// Whether an English "to" / "from" and an owner (my / our / the …) come right before byte
 /// `at` of `query` ("a ride to my hotel"): a place, unlike a bare "to" ("need to sleep") or a
 /// Chinese 去 / 到, which may name the place a card is about ("去大厅" for a service-hall card).
 fn after_owned_destination(query: &str, at: usize) -> bool {
-    let is = |w: Option<&str>, set: &[&str]| w.is_some_and(|w| set.iter().any(|s| w.eq_ignore_ascii_case(s)));
     let (owner, marker) = last_two_words(&query[..at]);
-    is(owner, &["my", "our", "your", "his", "her", "their"]) && is(marker, &["to", "from"])
+    word_in(owner, &["my", "our", "your", "his", "her", "their"]) && word_in(marker, &["to", "from"])
 }
 
 /// The entity sources of a registry, compiled for one pass over a text whatever their number:

@@ -350,13 +350,15 @@ mod tests {
         assert!(!is_cancel(&registry, "exits of the airport"), "whole words only");
     }
 
+    /// [`simple_intent_beside`] of `q` beside its recognition.
+    fn beside(registry: &Registry, q: &str) -> Option<SimpleIntent> {
+        simple_intent_beside(registry, &q.to_lowercase(), &registry.recognizer.recognize(q))
+    }
+
     #[test]
     fn a_negated_request_for_a_human_is_none() {
         let registry = demo_registry();
-        let beside = |q: &str| {
-            let lower = q.to_lowercase();
-            simple_intent_beside(&registry, &lower, &registry.recognizer.recognize(q))
-        };
+        let beside = |q: &str| beside(&registry, q);
         for q in [
             "不用转人工，帮我查下北京天气",
             "别给我转人工，查下上海明天天气",
@@ -383,10 +385,7 @@ mod tests {
     #[test]
     fn a_complaint_someone_else_made_asks_for_no_human() {
         let registry = demo_registry();
-        let beside = |q: &str| {
-            let lower = q.to_lowercase();
-            simple_intent_beside(&registry, &lower, &registry.recognizer.recognize(q))
-        };
+        let beside = |q: &str| beside(&registry, q);
         for q in ["租客投诉晚上睡觉被虫咬，能派人来看看吗", "邻居又投诉我们家空调滴水", "我被投诉了，说我噪音太大"]
         {
             assert_eq!(beside(q), None, "{q}");
