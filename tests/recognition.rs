@@ -694,6 +694,36 @@ fn recognition_report_fiftyfifth_config_written_blind() {
     assert_floors(&evaluate("fiftyfifth_queries.yaml"), 78.0, 81.0, 75.0);
 }
 
+/// The fifty-sixth set (a car wash and auto detailing chain), written blind by a helper in 28 Nov's
+/// eleventh session, like the fifty-second; the four sets of that session were first run on its
+/// starting code (9b2d623).
+#[test]
+fn recognition_report_fiftysixth_config_written_blind() {
+    // First run, before any reading of its misses: 49/60, paraphrases 27/32, out of scope 6/8.
+    assert_floors(&evaluate("fiftysixth_queries.yaml"), 80.0, 81.0, 62.0);
+}
+
+/// The fifty-seventh set (a funeral home and memorial services), written like the fifty-sixth.
+#[test]
+fn recognition_report_fiftyseventh_config_written_blind() {
+    // First run, before any reading of its misses: 42/60, paraphrases 22/32, out of scope 6/8.
+    assert_floors(&evaluate("fiftyseventh_queries.yaml"), 68.0, 65.0, 62.0);
+}
+
+/// The fifty-eighth set (a swimming pool and swim school), written like the fifty-sixth.
+#[test]
+fn recognition_report_fiftyeighth_config_written_blind() {
+    // First run, before any reading of its misses: 47/60, paraphrases 25/32, out of scope 6/8.
+    assert_floors(&evaluate("fiftyeighth_queries.yaml"), 76.0, 75.0, 62.0);
+}
+
+/// The fifty-ninth set (a locksmith and home security installer), written like the fifty-sixth.
+#[test]
+fn recognition_report_fiftyninth_config_written_blind() {
+    // First run, before any reading of its misses: 41/60, paraphrases 23/32, out of scope 4/8.
+    assert_floors(&evaluate("fiftyninth_queries.yaml"), 66.0, 68.0, 37.0);
+}
+
 /// A lone topical candidate under the selection threshold is planned when no other card comes
 /// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
 /// query asks like one in a single clause.
