@@ -724,6 +724,26 @@ fn recognition_report_fiftyninth_config_written_blind() {
     assert_floors(&evaluate("fiftyninth_queries.yaml"), 66.0, 68.0, 37.0);
 }
 
+/// A card written in Chinese only cannot be met on the words of an English query: when the
+/// encoder finds it nearer than the card the words picked (by 0.05 of cosine, and ahead of every
+/// other card), it is planned instead; not when the pick shares the query's topic and it does
+/// not, and not when "and can …" joins a second request the pick may be for.
+#[test]
+fn a_card_in_another_language_is_planned_on_meaning() {
+    let open = |dir: &str| RegistryHandle::open(&repo().join("tests/fixtures/eval").join(dir)).unwrap();
+    let seventh = open("seventh/agents_config.yaml");
+    let q = "Please set aside 1000 US dollars in notes for me to collect next Tuesday";
+    assert_eq!(routed(&seventh.load(), q).0, ["fx_cash_agent"]);
+    let tenth = open("tenth/agents_config.yaml");
+    let q = "The novels I checked out are due Friday, can I keep them another three weeks?";
+    assert_eq!(routed(&tenth.load(), q).0, ["library_agent"]);
+    let eleventh = open("eleventh/agents_config.yaml");
+    let q = "Order a soft-food dinner for bed 9, and can his daughter visit tomorrow afternoon?";
+    let mut planned = routed(&eleventh.load(), q).0;
+    planned.sort();
+    assert_eq!(planned, ["visitor_agent", "ward_services_agent"]);
+}
+
 /// A lone topical candidate under the selection threshold is planned when no other card comes
 /// near it; a query whose own topic no card covers is not, and a near tie in a multi-clause
 /// query asks like one in a single clause.

