@@ -51,6 +51,7 @@ static RECOMMEND: LazyLock<Regex> = LazyLock::new(|| {
         r"哪(个|家|款|种|所|位|里)[^，。？！,.?!\s]{0,8}(好|靠谱|实用|耐用|省电|省油|合适|可靠|值得)|",
         r"(买|选|挑)(什么|哪个|哪款)[^，。？！,.?!\s]{0,6}(好|合适|靠谱)|",
         r"(?-u:\b)recommend|(?-u:\b)suggest (a|an|some|me)(?-u:\b)|",
+        r"(?-u:\b)(which|what) ([a-z]+ ){0,3}should (i|we) (buy|get|choose|pick|go with|invest in)(?-u:\b)|",
         r"(?-u:\b)which (brand|model|school|one|place)(?-u:\b)[^.?!]{0,30}(?-u:\b)(best|better|good|reliable)(?-u:\b)|",
         r"(?-u:\b)which (one )?is (better|best|more (reliable|practical|durable|useful)|the most (reliable|practical|durable|useful))(?-u:\b)|",
         r"(?-u:\b)what(’s|'s| is) the best (brand|place|model|one)(?-u:\b)"
@@ -207,6 +208,8 @@ mod tests {
             "我想学美发，哪里有靠谱的培训学校",
             "新手买什么相机比较好，预算五千以内",
             "front-loader or top-loader, which one is more practical?",
+            "which stocks should i buy with my company's spare cash this year?",
+            "what laptop should we get for the new hires?",
         ] {
             assert_eq!(asked(q), Some(Advice::Recommend), "{q}");
         }

@@ -626,12 +626,12 @@ impl Recognizer {
             let cues = !parts.cues.is_empty() && meant == from_first_letter(query);
             let lone = recognition.selected.len() == 1;
             self.semantic_stage(any_selected, topics, content, sims, &mut recognition);
+            let lang = crate::text::Lang::detect(query);
             if lone {
-                let lang = crate::text::Lang::detect(query);
                 let joined = joins_requests(&norm.text, &clauses);
                 self.doubt_lone_pick(lang, cues, joined, content, sims, &mut recognition);
             }
-            self.settle_question(any_selected, topics, content, sims, &mut recognition);
+            self.settle_question(lang, any_selected, topics, content, sims, &mut recognition);
         }
         #[cfg(feature = "semantic")]
         if any_selected {
@@ -950,7 +950,11 @@ impl Recognizer {
     /// from [`OFFER`](super::semantic_stage::OFFER) leading the next by `CLEAR_MARGIN` is planned
     /// too ("I run a tiny online store and my receipts are a mess…": the bookkeeping card at
     /// 0.32, 0.14 ahead; on the evaluation sets no turn with such a lead asked the right card
-    /// second). A turn that would ask or plan
+    /// second). The encoder's nearest card settles it, offered or not, when it has no name or
+    /// description in the query's language `lang` (no word of the query could have found it):
+    /// from [`SELECT`](super::semantic_stage::SELECT), leading the next by `ASKED_MARGIN`, not
+    /// after a near tie ("I'm often here past 11pm and on Sundays, can my card be set up so it
+    /// still lets me in after hours?": a door-access card written in Chinese). A turn that would ask or plan
     /// nothing also plans that card when the odds that it is meant
     /// ([`nearest_meant`](super::semantic_stage::nearest_meant)) reach
     /// [`TRUST`](super::semantic_stage::TRUST) ("I'm on warfarin. Is it safe to add fish oil…":
@@ -965,6 +969,7 @@ impl Recognizer {
     #[cfg(feature = "semantic")]
     fn settle_question(
         &self,
+        lang: crate::text::Lang,
         tied: bool,
         topics: Topics,
         content: impl Fn() -> bool,
@@ -972,7 +977,7 @@ impl Recognizer {
         recognition: &mut Recognition,
     ) {
         use super::semantic_stage::{
-            confidence, nearest_meant, ASKED_MARGIN, CLEAR, CLEAR_MARGIN, MARGIN, OFFER, TOPIC_RIVAL, TRUST,
+            confidence, nearest_meant, ASKED_MARGIN, CLEAR, CLEAR_MARGIN, MARGIN, OFFER, SELECT, TOPIC_RIVAL, TRUST,
         };
         // The odds are weighed where the stage has something to weigh: a question to settle, a
         // word of some card, or topics the cards cover. A query with no word of any card, about
@@ -1004,6 +1009,13 @@ impl Recognizer {
         let clear = offered
             && (first.cosine >= OFFER && lead >= CLEAR_MARGIN
                 || !tied && first.cosine >= CLEAR && lead >= ASKED_MARGIN);
+        // A card with no name or description in the query's language, which no word of the
+        // query could have found (so the lexical stage could not offer it), from SELECT.
+        let unheard = !self.cards[first.card as usize].speaks[usize::from(lang == crate::text::Lang::En)]
+            && !tied
+            && first.cosine >= SELECT
+            && lead >= ASKED_MARGIN;
+        let clear = clear || unheard;
         // The odds do not reach below an offerable card (every turn they planned on the evaluation
         // sets had cosine 0.35 or more: a lone card at 0.25 among far ones is no meaning found),
         // and a near tie of cards confident on words stays a question.
