@@ -737,6 +737,11 @@ fn a_card_in_another_language_is_planned_on_meaning() {
     let tenth = open("tenth/agents_config.yaml");
     let q = "The novels I checked out are due Friday, can I keep them another three weeks?";
     assert_eq!(routed(&tenth.load(), q).0, ["library_agent"]);
+    // No word of any card and more about topics no card covers: left out of scope unencoded,
+    // but for a card that does not speak the query's language.
+    let florist = open("fortysecond/agents_config.yaml");
+    let q = "My monstera has brown crispy patches on the leaves and tiny white bugs underneath. What should I do?";
+    assert_eq!(routed(&florist.load(), q).0, ["plant_doctor_agent"]);
     let eleventh = open("eleventh/agents_config.yaml");
     let q = "Order a soft-food dinner for bed 9, and can his daughter visit tomorrow afternoon?";
     let mut planned = routed(&eleventh.load(), q).0;

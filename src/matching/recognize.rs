@@ -429,6 +429,9 @@ pub struct Recognizer {
     /// Every card's slot words (see `Card::slot_words`): a query made of them supplies values.
     #[cfg(feature = "semantic")]
     slot_terms: HashSet<String>,
+    /// Per language (`[zh, en]`): whether some card does not speak it (`Card::speaks`).
+    #[cfg(feature = "semantic")]
+    unheard_in: [bool; 2],
 }
 
 impl std::fmt::Debug for Recognizer {
@@ -474,6 +477,8 @@ impl Recognizer {
         let KeywordIndex { keywords, keyword_meta, keyword_stems, exact_examples } = KeywordIndex::new(cards);
         #[cfg(feature = "semantic")]
         let slot_terms = compiled.iter().flat_map(|c| c.slot_words.iter().cloned()).collect();
+        #[cfg(feature = "semantic")]
+        let unheard_in = [0, 1].map(|l| compiled.iter().any(|c| !c.speaks[l]));
         Self {
             cards: compiled,
             domains,
@@ -492,6 +497,8 @@ impl Recognizer {
             meaning: super::semantic_stage::CardTexts::new(cards),
             #[cfg(feature = "semantic")]
             slot_terms,
+            #[cfg(feature = "semantic")]
+            unheard_in,
         }
     }
 
@@ -954,7 +961,10 @@ impl Recognizer {
     /// description in the query's language `lang` (no word of the query could have found it):
     /// from [`SELECT`](super::semantic_stage::SELECT), leading the next by `ASKED_MARGIN`, not
     /// after a near tie ("I'm often here past 11pm and on Sundays, can my card be set up so it
-    /// still lets me in after hours?": a door-access card written in Chinese). A turn that would ask or plan
+    /// still lets me in after hours?": a door-access card written in Chinese). A query otherwise
+    /// left out of scope unencoded (below) is encoded for that rule alone when some card does not
+    /// speak its language ("My monstera has brown crispy patches on the leaves…": a plant-doctor
+    /// card written in Chinese, which no English word could reach). A turn that would ask or plan
     /// nothing also plans that card when the odds that it is meant
     /// ([`nearest_meant`](super::semantic_stage::nearest_meant)) reach
     /// [`TRUST`](super::semantic_stage::TRUST) ("I'm on warfarin. Is it safe to add fish oil…":
@@ -983,7 +993,11 @@ impl Recognizer {
         // word of some card, or topics the cards cover. A query with no word of any card, about
         // topics no card covers, stays out of scope without an encoding (the stage's own rule).
         let weighable = !recognition.uncertain.is_empty() || worth_encoding(topics, recognition);
-        if !recognition.selected.is_empty() || !weighable || !content() {
+        let lang_index = usize::from(lang == crate::text::Lang::En);
+        // A card that does not speak the query's language has no words for it to meet: the
+        // query is weighed for that card alone.
+        let for_unheard = !weighable && self.unheard_in[lang_index];
+        if !recognition.selected.is_empty() || !(weighable || for_unheard) || !content() {
             return;
         }
         let sims = sims();
@@ -1011,7 +1025,7 @@ impl Recognizer {
                 || !tied && first.cosine >= CLEAR && lead >= ASKED_MARGIN);
         // A card with no name or description in the query's language, which no word of the
         // query could have found (so the lexical stage could not offer it), from SELECT.
-        let unheard = !self.cards[first.card as usize].speaks[usize::from(lang == crate::text::Lang::En)]
+        let unheard = !self.cards[first.card as usize].speaks[lang_index]
             && !tied
             && first.cosine >= SELECT
             && lead >= ASKED_MARGIN;
@@ -1020,11 +1034,12 @@ impl Recognizer {
         // sets had cosine 0.35 or more: a lone card at 0.25 among far ones is no meaning found),
         // and a near tie of cards confident on words stays a question.
         let likely = !tied && first.cosine >= OFFER && nearest_meant(&near).is_some_and(|p| p >= TRUST);
+        let (clear, likely) = if for_unheard { (unheard, false) } else { (clear, likely) };
         if rival && !decided || !(clear || likely) {
             // Nothing planned and nothing to ask about: a card the encoder finds near (from
             // CLEAR) is asked about rather than the query answered as out of scope ("I'm often
             // here past 11pm and on Sundays, can my card be set up so it still lets me in?").
-            if recognition.uncertain.is_empty() && first.cosine >= CLEAR {
+            if recognition.uncertain.is_empty() && first.cosine >= CLEAR && !for_unheard {
                 recognition.uncertain.push(self.semantic_entry(&first));
                 recognition.by_meaning = true;
                 self.note_semantic(first, recognition);
