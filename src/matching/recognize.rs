@@ -1037,8 +1037,9 @@ impl Recognizer {
         let (clear, likely) = if for_unheard { (unheard, false) } else { (clear, likely) };
         if rival && !decided || !(clear || likely) {
             // Nothing planned and nothing to ask about: a card the encoder finds near (from
-            // CLEAR) is asked about rather than the query answered as out of scope ("I'm often
-            // here past 11pm and on Sundays, can my card be set up so it still lets me in?").
+            // CLEAR) is asked about rather than the query answered as out of scope ("周末晚上我还想
+            // 待在这里，刷卡能进来吗" to a door-access card) — not a query encoded only for a card
+            // that does not speak its language.
             if recognition.uncertain.is_empty() && first.cosine >= CLEAR && !for_unheard {
                 recognition.uncertain.push(self.semantic_entry(&first));
                 recognition.by_meaning = true;
