@@ -386,8 +386,8 @@ struct Card {
     /// Lower-cased name, keywords, description and examples: a cue word the card itself uses
     /// (a "cancel booking" card) is not a negation for it.
     own_text: String,
-    /// The languages its name and description are written in (`[Chinese, English]`, by
-    /// [`Lang::detect`](crate::text::Lang::detect) of each text): a query in another language
+    /// The languages its name and description are written in (`[Chinese, English]`, in the
+    /// order of `Lang::index`; each text's by [`Lang::detect`](crate::text::Lang::detect)): a query in another language
     /// can meet its words only in examples and keywords, if at all.
     #[cfg(feature = "semantic")]
     speaks: [bool; 2],
@@ -933,7 +933,7 @@ impl Recognizer {
             recognition.selected.clear();
             self.by_meaning(sims, recognition);
         } else if !joined
-            && !card.speaks[usize::from(lang == crate::text::Lang::En)]
+            && !card.speaks[lang.index()]
             && (recognition.topical.contains(&card.id) || !recognition.topical.contains(&id))
             && lead >= UNHEARD_OVERRIDE
             && best.cosine - second >= ASKED_MARGIN
@@ -993,10 +993,9 @@ impl Recognizer {
         // word of some card, or topics the cards cover. A query with no word of any card, about
         // topics no card covers, stays out of scope without an encoding (the stage's own rule).
         let weighable = !recognition.uncertain.is_empty() || worth_encoding(topics, recognition);
-        let lang_index = usize::from(lang == crate::text::Lang::En);
         // A card that does not speak the query's language has no words for it to meet: the
         // query is weighed for that card alone.
-        let for_unheard = !weighable && self.unheard_in[lang_index];
+        let for_unheard = !weighable && self.unheard_in[lang.index()];
         if !recognition.selected.is_empty() || !(weighable || for_unheard) || !content() {
             return;
         }
@@ -1025,7 +1024,7 @@ impl Recognizer {
                 || !tied && first.cosine >= CLEAR && lead >= ASKED_MARGIN);
         // A card with no name or description in the query's language, which no word of the
         // query could have found (so the lexical stage could not offer it), from SELECT.
-        let unheard = !self.cards[first.card as usize].speaks[lang_index]
+        let unheard = !self.cards[first.card as usize].speaks[lang.index()]
             && !tied
             && first.cosine >= SELECT
             && lead >= ASKED_MARGIN;
@@ -1952,7 +1951,7 @@ fn domain_index(domains: &mut Vec<String>, spec: &CapabilityCardSpec) -> Option<
 fn speaks(spec: &CapabilityCardSpec) -> [bool; 2] {
     let mut speaks = [false; 2];
     for text in spec.name.all().chain(spec.description.all()).filter(|t| !t.trim().is_empty()) {
-        speaks[usize::from(crate::text::Lang::detect(text) == crate::text::Lang::En)] = true;
+        speaks[crate::text::Lang::detect(text).index()] = true;
     }
     speaks
 }

@@ -103,7 +103,8 @@ impl Lang {
         Self::ALL.into_iter().find(|l| l.locale() == locale)
     }
 
-    fn index(self) -> usize {
+    /// The language's slot in per-language arrays: Chinese 0, English 1.
+    pub(crate) fn index(self) -> usize {
         match self {
             Self::Zh => 0,
             Self::En => 1,
