@@ -1281,6 +1281,27 @@ fn a_companion_clause_needs_more_than_a_few_common_words() {
     assert_eq!(routed(&shop, q).0, ["large_format_agent"]);
 }
 
+/// A card selected on words only in clauses that tell and ask nothing ("We're moving to Shanghai
+/// in July") is dropped beside a card the whole query is nearer to in meaning, by any lead
+/// (`TOLD_COMPANION`); in a clause that asks ("I'd like to book a lesson on Friday") it needs the
+/// usual lead (`COMPANION`), so the second request of a multi-intent query stays.
+#[cfg(feature = "semantic")]
+#[test]
+fn a_card_met_only_in_the_story_of_a_query_is_dropped() {
+    let school = eval_config("fortieth").load();
+    let q = "We're moving to Shanghai in July. Can we get back what we paid for the lessons she won't use this term, or pass them on to her cousin?";
+    assert_eq!(routed(&school, q).0, ["tuition_billing_agent"]);
+    let hotel = eval_config("eighteenth").load();
+    let q = "The front desk charged me for three nights but I only stayed two, and there's a parking fee on there even though we came by train.";
+    assert_eq!(routed(&hotel, q).0, ["folio_dispute_agent"]);
+    let golf = eval_config("fortyfourth").load();
+    let q =
+        "I'd like to book a lesson on Friday, and while I'm there pick up a new glove and a dozen balls from the shop.";
+    let mut got = routed(&golf, q).0;
+    got.sort();
+    assert_eq!(got, ["golf_lesson_agent", "proshop_fitting_agent"]);
+}
+
 /// A turn the rules leave unplanned plans the encoder's nearest card when the odds that it is
 /// meant (`semantic_stage::nearest_meant`, a fit over the evaluation sets) reach `TRUST`: "I'm on
 /// warfarin…" is more about drugs than about anything the pharmacy's cards name on words, so it

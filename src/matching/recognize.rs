@@ -739,7 +739,7 @@ impl Recognizer {
         sims: impl Fn() -> Vec<super::semantic_stage::Similarity>,
         recognition: &mut Recognition,
     ) {
-        use super::semantic_stage::COMPANION;
+        use super::semantic_stage::{COMPANION, TOLD_COMPANION};
         if recognition.selected.len() < 2 {
             return;
         }
@@ -771,9 +771,12 @@ impl Recognizer {
         let sims = sims();
         let cosine = |card: u32| sims.iter().find(|s| s.card == card).map_or(-1.0, |s| s.cosine);
         let best = recognition.selected.iter().filter_map(|s| index(&s.id)).map(cosine).fold(-1.0, f32::max);
+        // Selected only in clauses that tell and ask nothing: any lead of the best card will do.
+        let told = |card: u32| picks.iter().filter(|p| p.0 == card).all(|p| !asks_or_troubles(query, p.1));
+        let margin = |card: u32| if told(card) { TOLD_COMPANION } else { COMPANION };
         let dropped: Vec<u32> = weak
             .into_iter()
-            .filter(|&card| cosine(card) < best - COMPANION)
+            .filter(|&card| cosine(card) < best - margin(card))
             .filter(|&card| {
                 picks.iter().filter(|p| p.0 == card).all(|p| {
                     let clause = self.meaning.similarities(&query[p.1.start..p.1.end]);
@@ -3233,18 +3236,25 @@ fn reports_done(query: &str, clause: Clause) -> bool {
         ))
         .expect("static regex")
     });
-    // A request, question or trouble word: the same idea as the praise rule's ASKS_OR_FAULT
-    // (`planner::intent::thanks_praise_only`), with words of its own (is / did / still / 还 / 该).
+    let text = query[clause.start..clause.end].to_lowercase();
+    !asks_or_troubles(query, clause) && DONE.is_match(&text)
+}
+
+/// Whether `clause` of `query` asks, requests or tells of trouble: a question mark after it, or
+/// a request, question or trouble word in it (the same idea as the praise rule's ASKS_OR_FAULT,
+/// `planner::intent::thanks_praise_only`, with words of its own: is / did / still / like to / 还 / 该). A
+/// clause without any only tells (a story's "We're moving to Shanghai in July").
+#[cfg(feature = "semantic")]
+fn asks_or_troubles(query: &str, clause: Clause) -> bool {
     static ASKS_OR_TROUBLE: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(concat!(
             r"[吗呢么帮请想要能可怎哪几没不还该]|什么|多少|",
-            r"(?-u:\b)(?:can|could|would|will|please|need|want|how|what|when|where|why|which|who|is|are|do|does|did|should|help|not|never|no|still|yet|but)(?-u:\b)|n't"
+            r"(?-u:\b)(?:can|could|would|will|please|need|want|how|what|when|where|why|which|who|is|are|do|does|did|should|help|not|never|no|still|yet|but|like to|looking for|hoping)(?-u:\b)|n't"
         ))
         .expect("static regex")
     });
     let text = query[clause.start..clause.end].to_lowercase();
-    let asked = query[clause.end..].trim_start().starts_with(['?', '？']);
-    !asked && DONE.is_match(&text) && !ASKS_OR_TROUBLE.is_match(&text)
+    query[clause.end..].trim_start().starts_with(['?', '？']) || ASKS_OR_TROUBLE.is_match(&text)
 }
 
 /// `text` from its first letter, digit or CJK character on (the encoder reads no leading
@@ -3634,6 +3644,26 @@ mod tests {
         assert!(rec.by_meaning, "{rec:?}");
         let rec = recognizer(CARDS).recognize("今天股市怎么样");
         assert!(rec.selected.is_empty(), "{rec:?}");
+    }
+
+    /// A clause with a question mark after it, a request or question word, or trouble asks;
+    /// one without only tells.
+    #[cfg(feature = "semantic")]
+    #[test]
+    fn a_clause_that_asks_nothing_only_tells() {
+        let clause = |q: &str, part: &str| {
+            let start = q.find(part).unwrap();
+            asks_or_troubles(q, Clause { start, end: start + part.len() })
+        };
+        let q = "We're moving to Shanghai in July. Can we get back what we paid?";
+        assert!(!clause(q, "We're moving to Shanghai in July"));
+        assert!(clause(q, "Can we get back what we paid"));
+        assert!(clause("I'd like to book a lesson on Friday", "I'd like to book a lesson on Friday"));
+        assert!(clause("The heater is broken?", "The heater is broken"));
+        let q = "研究生毕业留在本市工作了，集体户口能迁到单位吗";
+        assert!(!clause(q, "研究生毕业留在本市工作了"));
+        assert!(clause(q, "集体户口能迁到单位吗"));
+        assert!(clause("门锁坏了没法关", "门锁坏了没法关"));
     }
 
     /// A card selected on a word of its field in a sentence about another card's job is dropped
