@@ -3242,14 +3242,14 @@ fn reports_done(query: &str, clause: Clause) -> bool {
 
 /// Whether `clause` of `query` asks, requests or tells of trouble: a question mark after it, or
 /// a request, question or trouble word in it (the same idea as the praise rule's ASKS_OR_FAULT,
-/// `planner::intent::thanks_praise_only`, with words of its own: is / did / still / like to / 还 / 该). A
+/// `planner::intent::thanks_praise_only`, with words of its own: is / did / still / needs / like / 还 / 该). A
 /// clause without any only tells (a story's "We're moving to Shanghai in July").
 #[cfg(feature = "semantic")]
 fn asks_or_troubles(query: &str, clause: Clause) -> bool {
     static ASKS_OR_TROUBLE: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(concat!(
             r"[吗呢么帮请想要能可怎哪几没不还该]|什么|多少|",
-            r"(?-u:\b)(?:can|could|would|will|please|need|want|how|what|when|where|why|which|who|is|are|do|does|did|should|help|not|never|no|still|yet|but|like to|looking for|hoping)(?-u:\b)|n't"
+            r"(?-u:\b)(?:can|could|would|will|please|need|want|how|what|when|where|why|which|who|is|are|do|does|did|should|help|not|never|no|still|yet|but|needs|wants|like|looking for|hoping)(?-u:\b)|n't"
         ))
         .expect("static regex")
     });
@@ -3659,6 +3659,7 @@ mod tests {
         assert!(!clause(q, "We're moving to Shanghai in July"));
         assert!(clause(q, "Can we get back what we paid"));
         assert!(clause("I'd like to book a lesson on Friday", "I'd like to book a lesson on Friday"));
+        assert!(clause("My booking needs one more night", "My booking needs one more night"));
         assert!(clause("The heater is broken?", "The heater is broken"));
         let q = "研究生毕业留在本市工作了，集体户口能迁到单位吗";
         assert!(!clause(q, "研究生毕业留在本市工作了"));
