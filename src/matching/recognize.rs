@@ -772,7 +772,7 @@ impl Recognizer {
         let cosine = |card: u32| sims.iter().find(|s| s.card == card).map_or(-1.0, |s| s.cosine);
         let best = recognition.selected.iter().filter_map(|s| index(&s.id)).map(cosine).fold(-1.0, f32::max);
         // Selected only in clauses that tell and ask nothing: any lead of the best card will do.
-        let told = |card: u32| picks.iter().filter(|p| p.0 == card).all(|p| !asks_or_troubles(query, p.1));
+        let told = |card: u32| picks.iter().filter(|p| p.0 == card).all(|p| only_tells(query, p.1));
         let margin = |card: u32| if told(card) { TOLD_COMPANION } else { COMPANION };
         let dropped: Vec<u32> = weak
             .into_iter()
@@ -3240,6 +3240,21 @@ fn reports_done(query: &str, clause: Clause) -> bool {
     !asks_or_troubles(query, clause) && DONE.is_match(&text)
 }
 
+/// Whether `clause` of `query` only sets the scene: it neither asks nor tells of trouble
+/// ([`asks_or_troubles`]), and an English one opens with a subject ("We're moving…", "Our last
+/// shipment arrived…"), not with a verb: an imperative ("Submit my hotel receipts") is a request
+/// without a request word.
+#[cfg(feature = "semantic")]
+fn only_tells(query: &str, clause: Clause) -> bool {
+    static SUBJECT: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^(?:i|we|you|my|our|your|it|its|the|there|he|she|they|his|her|their|this|that|these|those|last|yesterday|a|an|someone|somebody|nobody|mom|mum|dad)(?-u:\b)")
+            .expect("static regex")
+    });
+    let text = from_first_letter(&query[clause.start..clause.end]).to_lowercase();
+    let han = text.chars().next().is_some_and(super::tokenize::is_han);
+    !asks_or_troubles(query, clause) && (han || SUBJECT.is_match(&text))
+}
+
 /// Whether `clause` of `query` asks, requests or tells of trouble: a question mark after it, or
 /// a request, question or trouble word in it (the same idea as the praise rule's ASKS_OR_FAULT,
 /// `planner::intent::thanks_praise_only`, with words of its own: is / did / still / needs / like / 还 / 该). A
@@ -3665,6 +3680,11 @@ mod tests {
         assert!(!clause(q, "研究生毕业留在本市工作了"));
         assert!(clause(q, "集体户口能迁到单位吗"));
         assert!(clause("门锁坏了没法关", "门锁坏了没法关"));
+        let tells = |q: &str| only_tells(q, Clause { start: 0, end: q.len() });
+        assert!(tells("We're moving to Shanghai in July"));
+        assert!(tells("研究生毕业留在本市工作了"));
+        assert!(!tells("Submit my hotel receipts"), "an imperative requests");
+        assert!(!tells("Can we get back what we paid"));
     }
 
     /// A card selected on a word of its field in a sentence about another card's job is dropped
