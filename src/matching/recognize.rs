@@ -3145,14 +3145,16 @@ fn sentence_part_start(text: &str, at: usize) -> usize {
 /// it ("帮我约个摄影师……哦不对，…是想问喜帖怎么做"); when a cue negated a card (`negated`), the
 /// query without the negated scopes ("不用查账单了，我是想问怎么给同事开个子账号": the encoder
 /// would otherwise find the billing card nearest), when what is asked instead follows the last
-/// negated scope (at least [`MEANT_MIN`] letters or CJK characters).
+/// negated scope (at least [`MEANT_MIN`] letters or CJK characters). A cue that negated no card
+/// cuts too when what follows opens with just / only / instead / rather / simply / 就 / 只 / 直接
+/// ("I don't want to buy one outright, just rent a cello…").
 #[cfg(feature = "semantic")]
 fn meant_text<'q>(query: &'q str, norm: &Normalized, cues: &[Cue], negated: bool) -> std::borrow::Cow<'q, str> {
     let from = cues.iter().filter(|c| c.retracts).map(|c| c.reach(norm).1).max().unwrap_or(0);
     let rest = &query[from..];
     let mut cut: Vec<(usize, usize)> = cues
         .iter()
-        .filter(|c| negated && !c.retracts && norm.orig(c.start) >= from)
+        .filter(|c| !c.retracts && norm.orig(c.start) >= from)
         // A Chinese object named before its cue may reach back before a retraction: the cut
         // starts where what was meant starts.
         .map(|c| {
@@ -3166,7 +3168,12 @@ fn meant_text<'q>(query: &'q str, norm: &Normalized, cues: &[Cue], negated: bool
     // What is asked instead follows the negation ("不用 X 了，Y", "never mind X, Y"); a negation
     // that ends the query ("…, I don't want a surprise when I get home") is part of the request.
     let after = &rest[at..];
-    if cut.is_empty() || after.chars().filter(|c| c.is_alphanumeric()).count() < MEANT_MIN {
+    // A negation that took back no card counts when something else is asked instead ("I don't
+    // want to buy one outright, just rent a cello…": the purchase card was met on "rent").
+    static INSTEAD: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^\W*(?:just|only|instead|rather|simply|就|只|直接)").expect("static regex"));
+    let instead = || INSTEAD.is_match(&after.to_lowercase());
+    if cut.is_empty() || (!negated && !instead()) || after.chars().filter(|c| c.is_alphanumeric()).count() < MEANT_MIN {
         return from_first_letter(rest).into();
     }
     let mut kept = String::with_capacity(rest.len());
@@ -4246,11 +4253,17 @@ mod tests {
             meant("Never mind the test drive, I just want to know what my old car is worth.", true),
             "I just want to know what my old car is worth."
         );
-        // Only when a card was negated: a cue that negated nothing is part of the request.
+        // Only when a card was negated: a cue that negated nothing is part of the request ...
         assert_eq!(
             meant("不用查账单了，我是想问怎么给同事开一个子账号", false),
             "不用查账单了，我是想问怎么给同事开一个子账号"
         );
+        // ... unless something else is asked instead (just / only / rather / 就 / 只 …).
+        assert_eq!(
+            meant("I don't want to buy one outright, just rent a cello for the next three months.", false),
+            "I , just rent a cello for the next three months."
+        );
+        assert_eq!(meant("卡先不充了，就帮我看看车里这股霉味能不能去掉", false), "就帮我看看车里这股霉味能不能去掉");
         // A retraction, then a negation: what follows both.
         let q = "帮我订酒店，不对，天气先不查了，帮我看看北京的航班";
         assert_eq!(meant(q, true), "帮我看看北京的航班");
