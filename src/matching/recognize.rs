@@ -725,7 +725,9 @@ impl Recognizer {
     /// - was selected only in clauses no connective makes a request of their own ("然后 / 另外 /
     ///   and also …" before it, or after it but for English "and" and "then"),
     /// - is further in meaning from the whole query than the best selected card by
-    ///   [`COMPANION`](super::semantic_stage::COMPANION),
+    ///   [`COMPANION`](super::semantic_stage::COMPANION) — by any lead
+    ///   ([`TOLD_COMPANION`](super::semantic_stage::TOLD_COMPANION)) when every clause it was
+    ///   selected in only sets the scene ([`only_tells`]: "We're moving to Shanghai in July."),
     /// - and is not the card its clause is closest to in meaning:
     ///
     /// a word of its field in a sentence about something else ("The teacher took points off
@@ -3264,8 +3266,8 @@ fn only_tells(query: &str, clause: Clause) -> bool {
 
 /// Whether `clause` of `query` asks, requests or tells of trouble: a question mark after it, or
 /// a request, question or trouble word in it (the same idea as the praise rule's ASKS_OR_FAULT,
-/// `planner::intent::thanks_praise_only`, with words of its own: is / did / still / needs / like / 还 / 该). A
-/// clause without any only tells (a story's "We're moving to Shanghai in July").
+/// `planner::intent::thanks_praise_only`, with words of its own: is / did / still / needs /
+/// like / 还 / 该). A clause without any tells (a story's "We're moving to Shanghai in July").
 #[cfg(feature = "semantic")]
 fn asks_or_troubles(query: &str, clause: Clause) -> bool {
     static ASKS_OR_TROUBLE: LazyLock<Regex> = LazyLock::new(|| {
