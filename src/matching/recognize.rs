@@ -387,8 +387,8 @@ struct Card {
     /// (a "cancel booking" card) is not a negation for it.
     own_text: String,
     /// The languages its name and description are written in (`[Chinese, English]`, in the
-    /// order of `Lang::index`; each text's by [`Lang::detect`](crate::text::Lang::detect)): a query in another language
-    /// can meet its words only in examples and keywords, if at all.
+    /// order of `Lang::index`; each text's by [`Lang::detect`](crate::text::Lang::detect)): a
+    /// query in another language can meet its words only in examples and keywords, if at all.
     #[cfg(feature = "semantic")]
     speaks: [bool; 2],
 }
@@ -893,9 +893,8 @@ impl Recognizer {
     /// When the encoder's card has no name or description in the query's language `lang` (a
     /// Chinese-only card and an English query) and no clause is a request joined by a
     /// connective (`joined`: the pick may be one request of several), words could not have
-    /// found it: it is planned
-    /// instead of the pick from a lead of [`UNHEARD_OVERRIDE`](super::semantic_stage::UNHEARD_OVERRIDE)
-    /// over the pick, reaching [`SELECT`](super::semantic_stage::SELECT) and leading every
+    /// found it: it is planned instead of the pick from a lead of
+    /// [`UNHEARD_OVERRIDE`](super::semantic_stage::UNHEARD_OVERRIDE) over the pick, reaching [`SELECT`](super::semantic_stage::SELECT) and leading every
     /// other card by [`ASKED_MARGIN`](super::semantic_stage::ASKED_MARGIN) ("Please set aside
     /// 1000 US dollars in notes for me to collect next Tuesday": the foreign-cash card, written
     /// in Chinese only, not the transfer card met on "dollars").
