@@ -1344,6 +1344,30 @@ fn a_card_met_only_in_the_story_of_a_query_is_dropped() {
     assert_eq!(got, ["golf_lesson_agent", "proshop_fitting_agent"]);
 }
 
+/// A question sentence of its own that no connective joins adds its card by meaning when the
+/// encoder's nearest card leads the next clearly (`QUESTION_LEAD`); a story's question about the
+/// request already found adds nothing.
+#[cfg(feature = "semantic")]
+#[test]
+fn a_question_sentence_of_its_own_adds_the_card_it_clearly_means() {
+    let sorted = |registry: &Registry, q: &str| {
+        let mut got = routed(registry, q).0;
+        got.sort();
+        got
+    };
+    let bakery = eval_config("thirtyseventh").load();
+    let q = "I want to book a baking class for two this Saturday. Can I pay for it with my member points?";
+    assert_eq!(sorted(&bakery, q), ["baking_class_agent", "membership_agent"]);
+    let dealer = eval_config("nineteenth").load();
+    assert_eq!(sorted(&dealer, "旧车置换能抵多少钱？剩下的能不能做贷款"), ["car_finance_agent", "trade_in_agent"]);
+    let funeral = eval_config("fiftyseventh").load();
+    let q = "我们家定了后天出殡，最早几点能排上进炉？家里人能不能在旁边送最后一眼";
+    assert_eq!(sorted(&funeral, q), ["cremation_agent"]);
+    let pool = eval_config("fiftyeighth").load();
+    let q = "Our school wants to bring the whole Year 3, about 45 kids, for a swim afternoon at the end of term. Could we have the teaching pool to ourselves?";
+    assert_eq!(sorted(&pool, q), ["party_hire_agent"]);
+}
+
 /// A turn the rules leave unplanned plans the encoder's nearest card when the odds that it is
 /// meant (`semantic_stage::nearest_meant`, a fit over the evaluation sets) reach `TRUST`: "I'm on
 /// warfarin…" is more about drugs than about anything the pharmacy's cards name on words, so it
