@@ -3427,6 +3427,10 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
             if REPORTED.is_match(&text[..m.start()]) {
                 continue;
             }
+            // "Did I pass or not?", "whether or not …": the other side of a question, no negation.
+            if m.as_str() == "not" && text[..m.start()].ends_with("or ") {
+                continue;
+            }
             if m.as_str() == "别"
                 && (before.is_some_and(|c| "特区分告级类识性差个派辨鉴离道".contains(c))
                     || after.is_some_and(|c| "的人处家".contains(c)))
@@ -3572,6 +3576,10 @@ mod tests {
         assert_eq!(cues("I told you not to book the hotel"), ["not"]);
         // Retractions are no negations of words.
         assert!(cues("帮我订酒店……不对，查天气").is_empty());
+        // The other side of a question is none either.
+        assert!(cues("I can't find my score anywhere. Did I pass or not?").is_empty());
+        assert!(cues("Tell me whether or not the pool is open").is_empty());
+        assert_eq!(cues("Is it open or not? I do not want to drive there for nothing"), ["do not", "not"]);
     }
 
     const CARDS: &str = r#"
