@@ -1344,6 +1344,26 @@ fn a_card_met_only_in_the_story_of_a_query_is_dropped() {
     assert_eq!(got, ["golf_lesson_agent", "proshop_fitting_agent"]);
 }
 
+/// English "and" joins the verbs and sentences of one request as often as two requests: a card
+/// selected on words only in a clause "and" joins is dropped beside a card the whole query is
+/// clearly nearer to in meaning (`COMPANION`), as if nothing joined it; "then" still makes a
+/// second request of its clause.
+#[cfg(feature = "semantic")]
+#[test]
+fn a_clause_joined_by_and_alone_is_no_request_of_its_own() {
+    let laundry = eval_config("sixtyfourth").load();
+    let q = "My suede boots got caught in a downpour and now they're covered in white water marks. Is that something you can clean up and bring back to life?";
+    assert_eq!(routed(&laundry, q).0, ["shoe_bag_agent"]);
+    let pest = eval_config("fiftysecond").load();
+    let q = "I manage a 300-seat staff canteen at a factory in Xiasha. We need someone to come in every month and keep pests under control, with the paperwork the food safety inspectors ask for.";
+    assert_eq!(routed(&pest, q).0, ["commercial_contract_agent"]);
+    let print = eval_config("fiftyfifth").load();
+    let q = "Please turn these signed contracts into one PDF, then courier the paper originals back to my office.";
+    let mut got = routed(&print, q).0;
+    got.sort();
+    assert_eq!(got, ["order_status_agent", "scan_convert_agent"]);
+}
+
 /// A question sentence of its own that no connective joins adds its card by meaning when the
 /// encoder's nearest card leads the next clearly (`QUESTION_LEAD`); a story's question about the
 /// request already found adds nothing.

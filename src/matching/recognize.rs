@@ -727,22 +727,25 @@ impl Recognizer {
 
     /// Of several cards the lexical stage selected, drops each one that
     /// - is not [`named`] (no keyword, nor an entity with words of the card beside it),
-    /// - was selected only in clauses no connective makes a request of their own ("然后 / 另外 /
-    ///   and also …" before it, or after it but for English "and" and "then"),
+    /// - was selected only in clauses that no connective but English "and" makes a request of
+    ///   their own ([`Pick::also`]: "然后 / 另外 / then / also …" before it, or after it but for
+    ///   English "and" and "then"; "and" joins the verbs and sentences of one request as often
+    ///   as two requests: "Is that something you can clean up and bring back to life?"),
     /// - is further in meaning from the whole query than the best selected card by
     ///   [`COMPANION`](super::semantic_stage::COMPANION) — by any lead
     ///   ([`TOLD_COMPANION`](super::semantic_stage::TOLD_COMPANION)) when every clause it was
-    ///   selected in only sets the scene ([`only_tells`]: "We're moving to Shanghai in July."),
+    ///   selected in only sets the scene ([`only_tells`]: "We're moving to Shanghai in July.")
+    ///   and none is joined by "and",
     /// - and is not the card its clause is closest to in meaning:
     ///
     /// a word of its field in a sentence about something else ("The teacher took points off
-    /// question 7" asks about a grade, not about a service point). `picks` are `(card, clause,
-    /// a request of its own)` of every clause selection.
+    /// question 7" asks about a grade, not about a service point). `picks` are every clause
+    /// selection ([`picks`]).
     #[cfg(feature = "semantic")]
     fn drop_weak_companions(
         &self,
         query: &str,
-        picks: &[(u32, Clause, bool)],
+        picks: &[Pick],
         sims: impl Fn() -> Vec<super::semantic_stage::Similarity>,
         recognition: &mut Recognition,
     ) {
@@ -770,7 +773,7 @@ impl Recognizer {
             .iter()
             .filter(|s| !strong(&s.id))
             .filter_map(|s| index(&s.id))
-            .filter(|&card| picks.iter().any(|p| p.0 == card) && !picks.iter().any(|p| p.0 == card && p.2))
+            .filter(|&card| picks.iter().any(|p| p.card == card) && !picks.iter().any(|p| p.card == card && p.also))
             .collect();
         if weak.is_empty() {
             return;
@@ -779,14 +782,16 @@ impl Recognizer {
         let cosine = |card: u32| sims.iter().find(|s| s.card == card).map_or(-1.0, |s| s.cosine);
         let best = recognition.selected.iter().filter_map(|s| index(&s.id)).map(cosine).fold(-1.0, f32::max);
         // Selected only in clauses that tell and ask nothing: any lead of the best card will do.
-        let told = |card: u32| picks.iter().filter(|p| p.0 == card).all(|p| only_tells(query, p.1));
-        let margin = |card: u32| if told(card) { TOLD_COMPANION } else { COMPANION };
+        let told = |card: u32| picks.iter().filter(|p| p.card == card).all(|p| only_tells(query, p.clause));
+        // A clause "and" joins is never a mere story: the usual lead.
+        let joined = |card: u32| picks.iter().any(|p| p.card == card && p.added);
+        let margin = |card: u32| if told(card) && !joined(card) { TOLD_COMPANION } else { COMPANION };
         let dropped: Vec<u32> = weak
             .into_iter()
             .filter(|&card| cosine(card) < best - margin(card))
             .filter(|&card| {
-                picks.iter().filter(|p| p.0 == card).all(|p| {
-                    let clause = self.meaning.similarities(&query[p.1.start..p.1.end]);
+                picks.iter().filter(|p| p.card == card).all(|p| {
+                    let clause = self.meaning.similarities(&query[p.clause.start..p.clause.end]);
                     clause.first().is_some_and(|s| s.card != card)
                 })
             })
@@ -807,7 +812,7 @@ impl Recognizer {
         &self,
         query: &str,
         values: impl FnOnce() -> &'v [ValueSpan],
-        picks: &[(u32, Clause, bool)],
+        picks: &[Pick],
         recognition: &mut Recognition,
     ) {
         if recognition.selected.len() < 2 {
@@ -830,8 +835,8 @@ impl Recognizer {
         let mut by_value = Vec::new();
         let mut by_content = false;
         for card in recognition.selected.iter().filter_map(|s| index(&s.id)) {
-            let mut clauses = picks.iter().filter(|p| p.0 == card).peekable();
-            if clauses.peek().is_some() && clauses.all(|p| value_only(&p.1) || reports_done(query, p.1)) {
+            let mut clauses = picks.iter().filter(|p| p.card == card).peekable();
+            if clauses.peek().is_some() && clauses.all(|p| value_only(&p.clause) || reports_done(query, p.clause)) {
                 by_value.push(card);
             } else {
                 by_content = true;
@@ -2721,21 +2726,34 @@ fn named(c: &CardScore) -> bool {
             && has(|e| matches!(e, Evidence::Terms { .. } | Evidence::SimilarExample { .. })))
 }
 
-/// `(card, clause, a request of its own)` of every card a clause selected: a clause is a request
-/// of its own when a connective of [`ADDS`] introduces it or one of [`ALSO`] follows it (`clauses`
-/// in `norm`'s offsets, as [`split_clauses`] gives them).
+/// A card a clause selected, and how a connective joins that clause ([`picks`]).
 #[cfg(feature = "semantic")]
-fn picks(
-    scored: &[(Clause, Vec<ClauseScore>)],
-    clauses: &[(usize, usize, bool)],
-    norm: &Normalized,
-) -> Vec<(u32, Clause, bool)> {
+struct Pick {
+    card: u32,
+    clause: Clause,
+    /// A request of its own: a connective of [`ADDS`] introduces the clause or one of [`ALSO`]
+    /// follows it.
+    added: bool,
+    /// Joined by more than English "and": a connective of [`ADDS`] but "and" introduces the
+    /// clause, or one of [`ALSO`] follows it.
+    also: bool,
+}
+
+/// Every card a clause selected, with its clause and how a connective joins it (`clauses` in
+/// `norm`'s offsets, as [`split_clauses`] gives them).
+#[cfg(feature = "semantic")]
+fn picks(scored: &[(Clause, Vec<ClauseScore>)], clauses: &[(usize, usize, bool)], norm: &Normalized) -> Vec<Pick> {
+    static ALSO_THEN: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(concat!(adds_zh!(), r"|(?-u:\b)(?:then|also|plus|as well as|separately|additionally)(?-u:\b)"))
+            .expect("static regex")
+    });
     scored
         .iter()
         .enumerate()
         .flat_map(|(i, (clause, sc))| {
             let added = own_request(clauses, norm, i, &ADDS);
-            sc.iter().filter(|x| x.selected).map(move |x| (x.card, *clause, added))
+            let also = own_request(clauses, norm, i, &ALSO_THEN);
+            sc.iter().filter(|x| x.selected).map(move |x| Pick { card: x.card, clause: *clause, added, also })
         })
         .collect()
 }
