@@ -1364,6 +1364,29 @@ fn a_clause_joined_by_and_alone_is_no_request_of_its_own() {
     assert_eq!(got, ["order_status_agent", "scan_convert_agent"]);
 }
 
+/// When no clause selected a card on its words and the whole query planned one, a request set
+/// apart by punctuation and a connective ("，顺便…", ". Also…") still gets its card by meaning;
+/// 还有 within a sentence ("附近还有哪能停") sets nothing apart.
+#[cfg(feature = "semantic")]
+#[test]
+fn a_request_set_apart_by_a_connective_is_read_beside_the_whole_query() {
+    let sorted = |registry: &Registry, q: &str| {
+        let mut got = routed(registry, q).0;
+        got.sort();
+        got
+    };
+    let school = eval_config("fortieth").load();
+    let q = "孩子想学小提琴，先租一把1/4的，顺便帮他报每周六下午的课";
+    assert_eq!(sorted(&school, q), ["instrument_rental_agent", "lesson_booking_agent"]);
+    let homes = eval_config("twentythird").load();
+    let q =
+        "I want to know what my house is worth, and also see some 3-bedroom places in the suburbs we could move into.";
+    assert_eq!(sorted(&homes, q), ["property_search_agent", "valuation_agent"]);
+    let parking = eval_config("thirtyeighth").load();
+    let q = "我现在在去湖滨银泰的路上，那边地库还剩几个位子？要是满了附近还有哪能停";
+    assert_eq!(sorted(&parking, q), ["space_reservation_agent"]);
+}
+
 /// A question sentence of its own that no connective joins adds its card by meaning when the
 /// encoder's nearest card leads the next clearly (`QUESTION_LEAD`); a story's question about the
 /// request already found adds nothing.

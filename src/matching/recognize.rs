@@ -641,9 +641,24 @@ impl Recognizer {
             self.settle_question(lang, any_selected, topics, content, sims, &mut recognition);
         }
         #[cfg(feature = "semantic")]
-        if any_selected {
-            let joined = outcomes.iter().zip(&clause_topics).zip(&clauses);
-            let joined = joined.map(|((o, t), c)| (o, *t, c.2, asks_own_question(query, o.clause)));
+        if any_selected || !recognition.selected.is_empty() {
+            // With no card selected on a clause's words (the card planned comes from the whole
+            // query), only a request set apart by punctuation and a connective is a request of
+            // its own.
+            let own = |i: usize| {
+                let opens =
+                    |i: usize| i > 0 && i < clauses.len() && opens_request(&norm.text, clauses[i - 1].1, clauses[i].0);
+                if any_selected {
+                    clauses[i].2
+                } else {
+                    opens(i) || opens(i + 1)
+                }
+            };
+            let joined = outcomes
+                .iter()
+                .zip(&clause_topics)
+                .enumerate()
+                .map(|(i, (o, t))| (o, *t, own(i), any_selected && asks_own_question(query, o.clause)));
             self.joined_clauses_by_meaning(query, &norm, &parts, joined, has_content, &mut recognition);
         }
         #[cfg(not(feature = "semantic"))]
@@ -690,7 +705,10 @@ impl Recognizer {
     /// connective parts from it and that found, negated and cued nothing either. A question
     /// sentence of its own (the last flag, [`asks_own_question`]: "…this Saturday. Can I pay
     /// for it with my member points?") is read the same way, but its nearest card must lead the
-    /// next by [`QUESTION_LEAD`].
+    /// next by [`QUESTION_LEAD`]. When no clause selected a card on its words and the card
+    /// planned came from the whole query, `requested` marks only the clauses beside a gap that
+    /// [`opens_request`] ("孩子想学小提琴，先租一把1/4的，顺便帮他报每周六下午的课": the rental, read
+    /// on its own, beside the lessons the whole query means).
     #[cfg(feature = "semantic")]
     fn joined_clauses_by_meaning<'o>(
         &self,
@@ -3309,6 +3327,17 @@ fn asks_or_troubles(query: &str, clause: Clause) -> bool {
     query[clause.end..].trim_start().starts_with(['?', '？']) || ASKS_OR_TROUBLE.is_match(&text)
 }
 
+/// Whether the gap `text[from..to]` (normalized) between two clauses opens a request of its own:
+/// it starts with the end of a clause (，。；？！ , . ; ? !, not a list's 、) and holds a connective
+/// of [`ALSO`] ("…，顺便帮他报每周六下午的课", "…？还有剩下的几天假…", "…. Also I think I dropped my
+/// car keys"). Within a sentence 还有 / 顺便 often add nothing ("附近还有哪能停", "那一趟还有带窗户的
+/// 房间吗", "逛青铜器那几个展厅、顺便给我们讲讲").
+#[cfg(feature = "semantic")]
+fn opens_request(text: &str, from: usize, to: usize) -> bool {
+    let gap = text[from..to].trim_start();
+    gap.starts_with(['，', ',', '。', '；', ';', '？', '?', '！', '!', '.']) && ALSO.is_match(gap)
+}
+
 /// How far the encoder's nearest card must lead the next for a question sentence no connective
 /// joins ([`asks_own_question`]) to add its card by meaning (cosine). A story's questions are
 /// mostly about the request already found ("…最早几点能排上进炉？家里人能不能在旁边送最后一眼",
@@ -3758,6 +3787,22 @@ mod tests {
         assert!(tells("研究生毕业留在本市工作了"));
         assert!(!tells("Submit my hotel receipts"), "an imperative requests");
         assert!(!tells("Can we get back what we paid"));
+    }
+
+    /// A connective opens a request of its own after the end of a clause, not within one.
+    #[cfg(feature = "semantic")]
+    #[test]
+    fn a_connective_after_a_clause_end_opens_a_request() {
+        let opens = |q: &str, gap: &str| {
+            let from = q.find(gap).unwrap();
+            opens_request(q, from, from + gap.len())
+        };
+        assert!(opens("孩子想学小提琴，先租一把1/4的，顺便帮他报每周六下午的课", "，顺便"));
+        assert!(opens("我月底走人，手续怎么办？还有剩下的几天假想在走之前休掉", "？还有"));
+        assert!(opens("we need someone to come help. also i think i dropped my keys", ". also "));
+        assert!(!opens("那边地库还剩几个位子？要是满了附近还有哪能停", "还有"), "within a clause");
+        assert!(!opens("逛青铜器那几个展厅、顺便给我们讲讲", "、顺便"), "after a list's comma");
+        assert!(!opens("how many days would we need there, and do we cover flights", ", and "), "English and");
     }
 
     /// A question sentence of its own follows the end of a sentence and asks: a question mark
