@@ -642,23 +642,8 @@ impl Recognizer {
         }
         #[cfg(feature = "semantic")]
         if any_selected || !recognition.selected.is_empty() {
-            // With no card selected on a clause's words (the card planned comes from the whole
-            // query), only a request set apart by punctuation and a connective is a request of
-            // its own.
-            let own = |i: usize| {
-                let opens =
-                    |i: usize| i > 0 && i < clauses.len() && opens_request(&norm.text, clauses[i - 1].1, clauses[i].0);
-                if any_selected {
-                    clauses[i].2
-                } else {
-                    opens(i) || opens(i + 1)
-                }
-            };
-            let joined = outcomes
-                .iter()
-                .zip(&clause_topics)
-                .enumerate()
-                .map(|(i, (o, t))| (o, *t, own(i), any_selected && asks_own_question(query, o.clause)));
+            let flags = request_flags(query, &norm, &clauses, any_selected);
+            let joined = outcomes.iter().zip(&clause_topics).zip(flags).map(|((o, t), (r, q))| (o, *t, r, q));
             self.joined_clauses_by_meaning(query, &norm, &parts, joined, has_content, &mut recognition);
         }
         #[cfg(not(feature = "semantic"))]
@@ -3325,6 +3310,31 @@ fn asks_or_troubles(query: &str, clause: Clause) -> bool {
     });
     let text = query[clause.start..clause.end].to_lowercase();
     query[clause.end..].trim_start().starts_with(['?', '？']) || ASKS_OR_TROUBLE.is_match(&text)
+}
+
+/// Per clause of `clauses` ([`split_clauses`]'s, in `norm`'s offsets): whether it is a request
+/// of its own and whether it is a question sentence of its own ([`asks_own_question`]), for
+/// `Recognizer::joined_clauses_by_meaning`. With no card selected on a clause's words
+/// (`any_selected` false: the card planned comes from the whole query), only a clause beside a
+/// gap that [`opens_request`] is a request of its own, and no question sentence counts.
+#[cfg(feature = "semantic")]
+fn request_flags(
+    query: &str,
+    norm: &Normalized,
+    clauses: &[(usize, usize, bool)],
+    any_selected: bool,
+) -> Vec<(bool, bool)> {
+    let opens = |i: usize| i > 0 && i < clauses.len() && opens_request(&norm.text, clauses[i - 1].1, clauses[i].0);
+    (0..clauses.len())
+        .map(|i| {
+            if any_selected {
+                let clause = Clause { start: norm.orig(clauses[i].0), end: norm.orig(clauses[i].1) };
+                (clauses[i].2, asks_own_question(query, clause))
+            } else {
+                (opens(i) || opens(i + 1), false)
+            }
+        })
+        .collect()
 }
 
 /// Whether the gap `text[from..to]` (normalized) between two clauses opens a request of its own:
