@@ -3309,7 +3309,13 @@ fn asks_or_troubles(query: &str, clause: Clause) -> bool {
         .expect("static regex")
     });
     let text = query[clause.start..clause.end].to_lowercase();
-    query[clause.end..].trim_start().starts_with(['?', '？']) || ASKS_OR_TROUBLE.is_match(&text)
+    question_mark_after(query, clause) || ASKS_OR_TROUBLE.is_match(&text)
+}
+
+/// Whether a question mark (? or ？) follows `clause` of `query`, spaces aside.
+#[cfg(feature = "semantic")]
+fn question_mark_after(query: &str, clause: Clause) -> bool {
+    query[clause.end..].trim_start().starts_with(['?', '？'])
 }
 
 /// Per clause of `clauses` ([`split_clauses`]'s, in `norm`'s offsets): whether it is a request
@@ -3373,7 +3379,7 @@ fn asks_own_question(query: &str, clause: Clause) -> bool {
     let text = from_first_letter(&query[clause.start..clause.end]).trim_end().to_lowercase();
     let before = query[..clause.start].trim_end();
     let sentence = before.ends_with(['?', '？', '.', '。', '!', '！']);
-    sentence && (query[clause.end..].trim_start().starts_with(['?', '？']) || OPENS.is_match(&text))
+    sentence && (question_mark_after(query, clause) || OPENS.is_match(&text))
 }
 
 /// `text` from its first letter, digit or CJK character on (the encoder reads no leading
