@@ -3096,7 +3096,8 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
 /// Where the object of "不 + verb + 了" starts ("证件照不拍了，…": 证件照 is no longer wanted;
 /// "不订木屋了，…": 木屋, after the verb): the start of its sentence part, when the verb is one of
 /// asking for a service, the match ends the sentence part, a request follows, and an object is
-/// named before the cue or after the verb (more than two characters between 不 and 了). `None`
+/// named before the cue, after the verb, or by the verb itself (two characters or more between 不
+/// and 了: "不寄养了，…", "不点外卖了，…"). `None`
 /// otherwise: a fault reported alike ("连不上了", "不制冷了", "刷不开了") negates nothing.
 fn no_longer_wanted(text: &str, cue_start: usize, cue_end: usize) -> Option<usize> {
     let verb = text[cue_start..cue_end].trim_start_matches('不').trim_end_matches('了');
@@ -3105,13 +3106,13 @@ fn no_longer_wanted(text: &str, cue_start: usize, cue_end: usize) -> Option<usiz
     let more = text[cue_end..].chars().skip(1).any(char::is_alphanumeric);
     let object = sentence_part_start(text, cue_start);
     let ends_part = matches!(next, Some('，' | ',' | '。' | '；' | ';' | '！' | '!'));
-    let named = object < cue_start || verb.chars().count() > 2;
+    let named = object < cue_start || verb.chars().count() > 1;
     (wanted && ends_part && more && named).then_some(object)
 }
 
 /// First characters of the Chinese verbs a request is made with (订, 查, 办, 改 …): "不 + such a
 /// verb + 了" after a named object takes the request back.
-const ASKED_VERBS: &str = "订约拍买查办做弄修换退寄送洗租剪染烫充报装看问取预搬学练考叫领申续交缴改印";
+const ASKED_VERBS: &str = "订约拍买查办做弄修换退寄送洗租剪染烫充报装看问取预搬学练考叫领申续交缴改印点";
 
 /// Where the object of a Chinese negation starts when it comes before the cue, as Chinese puts
 /// a topic first ("充电卡先不用充了，帮我…", "工资条不用查了，…": what is not wanted is named
@@ -3523,6 +3524,9 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
                 // character, so that the object's words are no part of the cue.
                 if cue.chars().count() > 4 {
                     cue = &cue[..cue.char_indices().nth(2).map_or(cue.len(), |(i, _)| i)];
+                } else if cue.chars().count() == 4 {
+                    // "不寄养了，…": the verb names what is no longer wanted; the cue is 不.
+                    cue = "不";
                 }
                 object
             } else {
@@ -4234,6 +4238,34 @@ mod tests {
         let r = Recognizer::new(&refs, &lists);
         let rec = r.recognize("护照下个月到期想换本新的，顺便帮我约一下这周五去东区服务大厅");
         assert_eq!(ids(&rec), ["passport", "hall"], "{rec:?}");
+    }
+
+    #[test]
+    fn a_service_no_longer_wanted_is_named_by_its_verb() {
+        let r = recognizer(
+            r#"
+- id: boarding
+  name: 宠物寄养
+  description: 宠物寄养住店，按晚计费
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [寄养]
+- id: visit
+  name: 上门喂养
+  description: 上门喂猫遛狗、清理猫砂
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [上门喂养]
+- id: takeaway
+  name: 外卖点餐
+  description: 外卖下单，送餐到家
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  keywords: [外卖]
+"#,
+        );
+        // 不 + a two-character verb + 了: the verb itself names the service taken back.
+        assert_eq!(ids(&r.recognize("不寄养了，出门就两天，找人上门喂猫就行")), ["visit"]);
+        // 点 is a verb of asking ("不点外卖了").
+        assert_eq!(ids(&r.recognize("今晚不点外卖了，找人上门喂猫吧")), ["visit"]);
+        assert_eq!(ids(&r.recognize("寄养两晚，顺便点个外卖")), ["boarding", "takeaway"]);
     }
 
     #[test]
