@@ -3056,6 +3056,11 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
         if m.as_str() == "," && digit(text[..m.start()].chars().next_back()) && digit(text[m.end()..].chars().next()) {
             continue;
         }
+        // 还有 asking what is left ("书法课还有没有位置", "课时还有多少", "还有几天") joins nothing.
+        let rest = &text[m.end()..];
+        if m.as_str().trim() == "还有" && (rest.starts_with(['没', '几']) || rest.starts_with("多少")) {
+            continue;
+        }
         // A subject and an auxiliary cut off by a connective ("and I'll also need …") belong to
         // the clause that follows.
         let piece = &text[start..m.start()];
@@ -4177,6 +4182,16 @@ mod tests {
         let r = recognizer(CARDS);
         assert_eq!(r.recognize("book a hotel for 1,500 yuan in Shanghai").clauses.len(), 1);
         assert_eq!(r.recognize("订酒店，查天气").clauses.len(), 2);
+    }
+
+    /// 还有 asking what is left ("还有没有", "还有多少", "还有几") joins no second clause.
+    #[test]
+    fn still_having_is_no_connective() {
+        let r = recognizer(CARDS);
+        assert_eq!(r.recognize("北京的酒店周六还有没有房间").clauses, ["北京的酒店周六还有没有房间"]);
+        assert_eq!(r.recognize("酒店积分还有多少").clauses.len(), 1);
+        assert_eq!(r.recognize("帮我订酒店，还有几号的航班").clauses.len(), 2);
+        assert_eq!(r.recognize("帮我订酒店还有查天气").clauses, ["帮我订酒店", "查天气"]);
     }
 
     /// A subject and an auxiliary cut off by a connective are no clause of their own.
