@@ -3434,6 +3434,17 @@ impl Cue {
     }
 }
 
+/// Whether 取消 at `[start, end)` of `text` (normalized) asks to cancel something booked rather
+/// than takes back a request: a word of asking or a 把 before it in its sentence part ("两间房要取
+/// 消一间", "想把这单取消掉", "约的明天看病先取消", "帮我取消预约"), or 掉 after it. "取消天气查询，帮我订
+/// 酒店" keeps its cue.
+fn cancel_requested(text: &str, start: usize, end: usize) -> bool {
+    const ASKING: &[&str] = &["要", "想", "帮", "麻烦", "请", "能不能", "可以", "把", "先", "得"];
+    let part = &text[sentence_part_start(text, start)..start];
+    let near: String = part.chars().rev().take(6).collect::<Vec<_>>().into_iter().rev().collect();
+    ASKING.iter().any(|w| near.contains(w)) || text[end..].starts_with('掉')
+}
+
 /// The negation cues of [`find_cues`]: (regex, scope window in bytes of normalized text; 0 = to
 /// the end of the sentence part).
 static CUES: std::sync::LazyLock<Vec<(Regex, usize)>> = std::sync::LazyLock::new(|| {
@@ -3498,6 +3509,9 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
             }
             // "Did I pass or not?", "whether or not …": the other side of a question, no negation.
             if m.as_str() == "not" && text[..m.start()].ends_with("or ") {
+                continue;
+            }
+            if m.as_str() == "取消" && cancel_requested(text, m.start(), m.end()) {
                 continue;
             }
             if m.as_str() == "别"
@@ -3652,6 +3666,11 @@ mod tests {
         assert!(cues("I can't find my score anywhere. Did I pass or not?").is_empty());
         assert!(cues("Tell me whether or not the pool is open").is_empty());
         assert_eq!(cues("Is it open or not? I do not want to drive there for nothing"), ["do not", "not"]);
+        // Asking to cancel something booked takes back no request.
+        assert!(cues("想把这单取消掉，钱多久能退回来").is_empty());
+        assert!(cues("原定的两间房要取消一间").is_empty());
+        assert!(cues("原来约的明天看病先取消").is_empty());
+        assert_eq!(cues("取消天气查询，帮我订酒店"), ["取消"]);
     }
 
     const CARDS: &str = r#"
