@@ -1587,9 +1587,12 @@ fn a_thanks_naming_the_teacher_asks_for_nothing() {
 fn a_greeting_to_the_teacher_asks_for_nothing() {
     let handle = eval_config("twentyfirst");
     let registry = handle.load();
-    for q in ["老师好～", "王老师好！", "您好，老师"] {
+    for q in ["老师好～", "王老师好！", "您好，老师", "老师好，辛苦啦", "王老师好，谢谢您了！"]
+    {
         assert_direct(&registry, q, planner::SimpleIntent::Greeting);
     }
+    let (agents, _) = routed(&registry, "老师好，辛苦了，帮我给王老师留个言，孩子今天有点咳嗽");
+    assert!(agents.contains(&"teacher_message_agent".to_string()), "{agents:?}");
     let (agents, _) = routed(&registry, "老师好，帮我给王老师留个言，孩子今天有点咳嗽");
     assert!(agents.contains(&"teacher_message_agent".to_string()), "{agents:?}");
     // Where no card shares the title, the greeting is still no out-of-scope request.

@@ -212,7 +212,8 @@ pub fn thanks_addressed(lower: &str, recognition: &Recognition) -> bool {
 
 /// Whether a greeting only addresses someone ("老师好～", "王医生您好", "您好，师傅", "Hi
 /// doctor!"): the message is a title (老师, 师傅, 医生, 经理 …, up to two characters before it,
-/// as in 王老师) with 好 / 早 / 您好 …, or a greeting followed by such a title, and no selected
+/// as in 王老师) with 好 / 早 / 您好 …, or a greeting followed by such a title (either maybe followed
+/// by thanks: "老师好，辛苦啦", "王老师好，谢谢您了"), and no selected
 /// card has a keyword or a value in it ([`thanks_addressed`]'s test on the whole message). A
 /// tutoring card that shares 老师 is not asked for: the turn is answered as a greeting; so is
 /// "老师好" where no card was selected (not out of scope).
@@ -222,7 +223,8 @@ pub fn greeting_addressed(lower: &str, recognition: &Recognition) -> bool {
         let hello = r"(?:好|早|您好|你好|早上好|上午好|下午好|晚上好)";
         Regex::new(&format!(
             concat!(
-                r"^\s*(?:{title}{hello}|(?:你好|您好|嗨|哈喽)[\s,，、]*{title})[\s!！。.~～,，]*$",
+                r"^\s*(?:{title}{hello}|(?:你好|您好|嗨|哈喽)[\s,，、]*{title})[\s!！。.~～,，]*",
+                r"(?:(?:辛苦(?:您|你)?(?:了|啦)|谢谢(?:您|你)?(?:了|啦)?)[\s!！。.~～]*)?$",
                 r"|^\s*(?:hi|hello|hey|good (?:morning|afternoon|evening))[\s,]+(?:dear\s+|mr\.?\s+|ms\.?\s+|dr\.?\s+)?",
                 r"(?:doctor|teacher|coach|sir|madam|miss|professor|doc)[\s!.]*$"
             ),
@@ -262,7 +264,8 @@ pub fn thanks_praise_only(lower: &str) -> bool {
     static PRAISE: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(concat!(
             r"(?-u:\b)(?:amazing|great|delicious|lovely|loved|perfect|wonderful|awesome|fantastic|excellent|beautiful)(?-u:\b)",
-            r"|好吃|太棒|很棒|真棒|满意|好评|不错|漂亮|好看|喜欢"
+            r"|(?-u:\b)(?:happy|glad|pleased|enjoyed)(?-u:\b)",
+            r"|好吃|太棒|很棒|真棒|满意|好评|不错|漂亮|好看|喜欢|开心|高兴"
         ))
         .expect("static regex")
     });
@@ -306,8 +309,13 @@ mod tests {
 
     #[test]
     fn a_thanks_that_only_praises_asks_for_nothing() {
-        for q in ["Thanks! The cake last week was amazing, by the way.", "谢谢，花很漂亮", "谢谢，蛋糕很不错"]
-        {
+        for q in [
+            "Thanks! The cake last week was amazing, by the way.",
+            "谢谢，花很漂亮",
+            "谢谢，蛋糕很不错",
+            "Thank you so much for looking after Lily today, she came home really happy!",
+            "谢谢老师，孩子今天回家特别开心",
+        ] {
             assert!(thanks_praise_only(&q.to_lowercase()), "{q}");
         }
         for q in [
@@ -316,6 +324,7 @@ mod tests {
             "谢谢，蛋糕很好吃，再帮我订一个",
             "谢谢，蛋糕很好吃，就是送晚了",
             "Thanks, that's all I needed",
+            "Thanks, she was happy but her bag went missing",
         ] {
             assert!(!thanks_praise_only(&q.to_lowercase()), "{q}");
         }

@@ -210,9 +210,9 @@ pub fn plan_turn(registry: &Registry, input: TurnInput<'_>) -> TurnDecision {
     let recognition = intent::recognize(registry, input.query);
     let simple = intent::simple_intent_beside(registry, &lower, &recognition);
     // A greeting addressing someone by a title a card shares ("老师好～" beside a tutoring card)
-    // is a greeting.
-    let greeted =
-        matches!(simple, None | Some(SimpleIntent::Greeting)) && intent::greeting_addressed(&lower, &recognition);
+    // is a greeting, thanks after it too ("王老师好，谢谢您了").
+    let greeted = matches!(simple, None | Some(SimpleIntent::Greeting | SimpleIntent::Thanks))
+        && intent::greeting_addressed(&lower, &recognition);
     let simple = if greeted { Some(SimpleIntent::Greeting) } else { simple };
     // A greeting, thanks or small talk that only resembles a card in meaning asks for nothing,
     // nor does a thanks naming whom it thanks ("谢谢老师" beside a teacher-message card) or only
