@@ -3209,8 +3209,9 @@ fn meant_text<'q>(query: &'q str, norm: &Normalized, cues: &[Cue], negated: bool
     let after = &rest[at..];
     // A negation that took back no card counts when something else is asked instead ("I don't
     // want to buy one outright, just rent a cello…": the purchase card was met on "rent").
-    static INSTEAD: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"^\W*(?:just|only|instead|rather|simply|就|只|直接)").expect("static regex"));
+    static INSTEAD: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^\W*(?:(?:just|only|instead|rather|simply)(?-u:\b)|就|只|直接)").expect("static regex")
+    });
     let instead = || INSTEAD.is_match(&after.to_lowercase());
     if cut.is_empty() || (!negated && !instead()) || after.chars().filter(|c| c.is_alphanumeric()).count() < MEANT_MIN {
         return from_first_letter(rest).into();
@@ -4475,6 +4476,9 @@ mod tests {
             "I , just rent a cello for the next three months."
         );
         assert_eq!(meant("卡先不充了，就帮我看看车里这股霉味能不能去掉", false), "就帮我看看车里这股霉味能不能去掉");
+        // A word that only starts like one ("Justin") asks nothing instead.
+        let q = "I don't want to buy one outright, Justin said renting a cello is cheaper for three months.";
+        assert_eq!(meant(q, false), q);
         // A retraction, then a negation: what follows both.
         let q = "帮我订酒店，不对，天气先不查了，帮我看看北京的航班";
         assert_eq!(meant(q, true), "帮我看看北京的航班");
