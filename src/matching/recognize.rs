@@ -3436,9 +3436,9 @@ impl Cue {
 }
 
 /// Whether 取消 at `[start, end)` of `text` (normalized) asks to cancel something booked rather
-/// than takes back a request: a word of asking or a 把 before it in its sentence part ("两间房要取
-/// 消一间", "想把这单取消掉", "约的明天看病先取消", "帮我取消预约"), or 掉 after it. "取消天气查询，帮我订
-/// 酒店" keeps its cue.
+/// than takes back a request: a word of asking (要 / 想 / 帮 / 麻烦 / 请 / 能不能 / 可以 / 先 / 得) or
+/// 把 among the six characters before it in its sentence part ("两间房要取消一间", "想把这单取消掉",
+/// "约的明天看病先取消", "帮我取消预约"), or 掉 after it. "取消天气查询，帮我订酒店" keeps its cue.
 fn cancel_requested(text: &str, start: usize, end: usize) -> bool {
     const ASKING: &[&str] = &["要", "想", "帮", "麻烦", "请", "能不能", "可以", "把", "先", "得"];
     let part = &text[sentence_part_start(text, start)..start];
