@@ -3442,7 +3442,7 @@ impl Cue {
 fn cancel_requested(text: &str, start: usize, end: usize) -> bool {
     const ASKING: &[&str] = &["要", "想", "帮", "麻烦", "请", "能不能", "可以", "把", "先", "得"];
     let part = &text[sentence_part_start(text, start)..start];
-    let near: String = part.chars().rev().take(6).collect::<Vec<_>>().into_iter().rev().collect();
+    let near = &part[part.char_indices().rev().nth(5).map_or(0, |(i, _)| i)..];
     ASKING.iter().any(|w| near.contains(w)) || text[end..].starts_with('掉')
 }
 
