@@ -952,6 +952,26 @@ fn a_joined_request_is_planned_on_a_clear_lead_of_its_clause() {
     assert_eq!(sorted(&routed(&streaming, q).0), ["content_request_agent", "playback_agent"]);
 }
 
+/// A correction takes back the cards its retracted part named, not every card a word there
+/// touched: the part meant after it may still be planned by meaning for a card met in the
+/// retracted part only on a word of its examples (the dental insurance card's example speaks of
+/// invoices). A card the retracted part named stays out. (Tuned on the seventy-fourth set.)
+#[cfg(feature = "semantic")]
+#[test]
+fn a_correction_keeps_out_only_the_cards_it_named() {
+    let dental = eval_config("seventyfourth").load();
+    let q = "帮我开张发票，不对不对，我是想问能不能用商业险直接结算";
+    assert_eq!(routed(&dental, q).0, ["insurance_agent"]);
+    // The payment card, named by its keyword 发票, is nearest in meaning to what follows, yet
+    // neither planned nor offered.
+    let (planned, offered) = routed(&dental, "帮我开张发票，不对不对，我是想问问费用的事");
+    assert!(planned.is_empty() && !offered.is_empty(), "{planned:?} {offered:?}");
+    assert!(!offered.contains(&"payment_agent".to_string()), "{offered:?}");
+    let bikes = eval_config("sixtyfirst").load();
+    let q = "Can I book a test ride on an e-bike — sorry, no, I meant a regular gravel bike, no motor.";
+    assert_eq!(routed(&bikes, q).0, ["bike_sales_agent"]);
+}
+
 /// A card chosen as the best of two clauses is not in doubt over the clause where a rival comes
 /// near it: "…is going to be used in Spain" alone is as much a certified translation as a
 /// legalization, and asks; a second clause asking about the Foreign Ministry chooses. (Tuned on

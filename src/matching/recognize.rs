@@ -1331,11 +1331,31 @@ impl Recognizer {
 
     /// Applies the semantic stage's verdict over `sims` (best first) to a recognition that
     /// selected nothing: the card the query clearly means is selected, or the nearest cards
-    /// join the did-you-mean list; their candidate entries get the semantic evidence.
+    /// join the did-you-mean list; their candidate entries get the semantic evidence. A card a
+    /// negation or correction governs is neither, when the negated words named it (a keyword,
+    /// its name, a similar example, a value of its own); one met there only on words of its
+    /// description or examples may be.
     #[cfg(feature = "semantic")]
     fn by_meaning(&self, mut sims: Vec<super::semantic_stage::Similarity>, recognition: &mut Recognition) {
         use super::semantic_stage::{confidence, verdict, Verdict};
-        let negated: Vec<&str> = recognition.candidates.iter().filter(|c| c.negated()).map(|c| c.id.as_str()).collect();
+        // A card is kept out only when the negated words named it: a keyword, its name, an
+        // example or a value of its own. One met only on a word of its description or examples
+        // in the retracted part ("帮我开张发票，不对不对，我是想问能不能用商业险直接结算": the
+        // insurance card's example mentions invoices) may still be what the rest of the query
+        // means.
+        let firm = |c: &CardScore| {
+            c.evidence.iter().any(|e| {
+                matches!(
+                    e,
+                    Evidence::Keyword { .. }
+                        | Evidence::SimilarExample { .. }
+                        | Evidence::Entity { .. }
+                        | Evidence::Terms { field: Field::Name | Field::Keyword, .. }
+                )
+            })
+        };
+        let negated: Vec<&str> =
+            recognition.candidates.iter().filter(|c| c.negated() && firm(c)).map(|c| c.id.as_str()).collect();
         sims.retain(|s| !negated.contains(&self.cards[s.card as usize].id.as_str()));
         let verdict = verdict(&sims);
         let rival = match &verdict {
@@ -3560,6 +3580,41 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
         }
     }
     out.extend(retractions(text));
+    out.extend(denials(text));
+    out
+}
+
+/// A denial the next sentence part sets straight: "车没出事故，就是开着开着没电了" (no accident,
+/// it only broke down), "It wasn't an accident, it just won't start". The cue (没 / 没有,
+/// or a verb with n't) governs the rest of its sentence part, when the part after it opens with
+/// a word of "only" about the thing itself (就是 / 只是 / 而是 / 只不过, not before 想 / 问 / 要;
+/// "(it) just / only / simply", not after I or we): without one, 没 and n't report the trouble
+/// itself ("快递还没到", "the heater isn't working"), and "就是想问问" / "I just want to know"
+/// only open the request.
+fn denials(text: &str) -> Vec<Cue> {
+    static DENY: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+        Regex::new(
+            r"没有?|(?-u:\b)(?:wasn't|isn't|weren't|aren't|didn't|hasn't|haven't|was not|is not|did not)(?-u:\b)",
+        )
+        .expect("static regex")
+    });
+    static ONLY: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
+        Regex::new(concat!(
+            r"^\s*(?:(?:就是|只是|而是|只不过)[^想问要]|",
+            r"(?:(?:it|it's|its|it was|they|they're|that's|this)\s+)?(?:just|only|simply)(?-u:\b))"
+        ))
+        .expect("static regex")
+    });
+    let ends = ['，', ',', '。', '；', ';', '！', '!', '？', '?', '\n'];
+    let mut out = Vec::new();
+    for m in DENY.find_iter(text) {
+        let Some(end) = text[m.end()..].find(ends).map(|i| m.end() + i) else { continue };
+        let next = text[end..].trim_start_matches(ends);
+        if !ONLY.is_match(next) || !text[m.end()..end].chars().any(char::is_alphanumeric) {
+            continue;
+        }
+        out.push(Cue { text: m.as_str().to_string(), start: m.start(), scope: (m.end(), end), retracts: false });
+    }
     out
 }
 
@@ -3672,6 +3727,19 @@ mod tests {
         assert!(cues("原定的两间房要取消一间").is_empty());
         assert!(cues("原来约的明天看病先取消").is_empty());
         assert_eq!(cues("取消天气查询，帮我订酒店"), ["取消"]);
+    }
+
+    #[test]
+    fn a_denial_set_straight_negates_what_it_denies() {
+        let scopes = |t: &str| negations(t).into_iter().map(|n| t[n.scope].to_string()).collect::<Vec<_>>();
+        assert_eq!(scopes("车没出事故，就是开着开着没电了，现在打不着火"), ["没出事故"]);
+        assert_eq!(scopes("The car wasn't in an accident, it just won't start"), ["wasn't in an accident"]);
+        // Without "only" after it, 没 and n't report the trouble itself.
+        assert!(scopes("快递三天了还没到，帮我查一下").is_empty());
+        assert!(scopes("The heater isn't working, can you send someone?").is_empty());
+        // Nor when "only" opens what the user wants: "just wanting to ask" denies nothing.
+        assert!(scopes("外卖没送到，就是想问问怎么回事").is_empty());
+        assert!(scopes("My parcel hasn't arrived, I just want to know where it is").is_empty());
     }
 
     const CARDS: &str = r#"
