@@ -1338,8 +1338,8 @@ impl Recognizer {
     #[cfg(feature = "semantic")]
     fn by_meaning(&self, mut sims: Vec<super::semantic_stage::Similarity>, recognition: &mut Recognition) {
         use super::semantic_stage::{confidence, verdict, Verdict};
-        // A card is kept out only when the negated words named it: a keyword, its name, an
-        // example or a value of its own. One met only on a word of its description or examples
+        // A card is kept out only when the negated words named it: a keyword or a word of one,
+        // its name, a similar example or a value of its own. One met only on a word of its description or examples
         // in the retracted part ("帮我开张发票，不对不对，我是想问能不能用商业险直接结算": the
         // insurance card's example mentions invoices) may still be what the rest of the query
         // means.
@@ -3608,6 +3608,10 @@ fn denials(text: &str) -> Vec<Cue> {
     let ends = ['，', ',', '。', '；', ';', '！', '!', '？', '?', '\n'];
     let mut out = Vec::new();
     for m in DENY.find_iter(text) {
+        // 有没有 asks ("你们有没有夜间急诊，就是晚上十点以后的"): no denial.
+        if m.as_str().starts_with('没') && text[..m.start()].ends_with('有') {
+            continue;
+        }
         let Some(end) = text[m.end()..].find(ends).map(|i| m.end() + i) else { continue };
         let next = text[end..].trim_start_matches(ends);
         if !ONLY.is_match(next) || !text[m.end()..end].chars().any(char::is_alphanumeric) {
@@ -3740,6 +3744,8 @@ mod tests {
         // Nor when "only" opens what the user wants: "just wanting to ask" denies nothing.
         assert!(scopes("外卖没送到，就是想问问怎么回事").is_empty());
         assert!(scopes("My parcel hasn't arrived, I just want to know where it is").is_empty());
+        // 有没有 asks, whatever follows.
+        assert!(scopes("你们有没有夜间急诊，就是晚上十点以后的").is_empty());
     }
 
     const CARDS: &str = r#"
