@@ -1338,11 +1338,10 @@ impl Recognizer {
     #[cfg(feature = "semantic")]
     fn by_meaning(&self, mut sims: Vec<super::semantic_stage::Similarity>, recognition: &mut Recognition) {
         use super::semantic_stage::{confidence, verdict, Verdict};
-        // A card is kept out only when the negated words named it: a keyword or a word of one,
-        // its name, a similar example or a value of its own. One met only on a word of its description or examples
-        // in the retracted part ("帮我开张发票，不对不对，我是想问能不能用商业险直接结算": the
-        // insurance card's example mentions invoices) may still be what the rest of the query
-        // means.
+        // Named: a keyword or a word of one, its name, a similar example, a value of its own. A
+        // card met there only on words of its description or examples may still be meant:
+        // "帮我开张发票，不对不对，我是想问能不能用商业险直接结算" (the insurance card's example
+        // mentions invoices).
         let firm = |c: &CardScore| {
             c.evidence.iter().any(|e| {
                 matches!(
@@ -3544,9 +3543,7 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
             // A Chinese cue governs to the end of its sentence part ("不是要约团课，是要找教练":
             // the comma ends it; a list's 、 does not).
             let mut end = if *window == 0 {
-                text[m.end()..]
-                    .find(['，', ',', '。', '；', ';', '！', '!', '？', '?', '\n'])
-                    .map_or(text.len(), |i| m.end() + i)
+                text[m.end()..].find(PART_END).map_or(text.len(), |i| m.end() + i)
             } else {
                 (m.end() + window).min(text.len())
             };
@@ -3605,15 +3602,14 @@ fn denials(text: &str) -> Vec<Cue> {
         ))
         .expect("static regex")
     });
-    let ends = ['，', ',', '。', '；', ';', '！', '!', '？', '?', '\n'];
     let mut out = Vec::new();
     for m in DENY.find_iter(text) {
         // 有没有 asks ("你们有没有夜间急诊，就是晚上十点以后的"): no denial.
         if m.as_str().starts_with('没') && text[..m.start()].ends_with('有') {
             continue;
         }
-        let Some(end) = text[m.end()..].find(ends).map(|i| m.end() + i) else { continue };
-        let next = text[end..].trim_start_matches(ends);
+        let Some(end) = text[m.end()..].find(PART_END).map(|i| m.end() + i) else { continue };
+        let next = text[end..].trim_start_matches(PART_END);
         if !ONLY.is_match(next) || !text[m.end()..end].chars().any(char::is_alphanumeric) {
             continue;
         }
