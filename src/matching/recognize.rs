@@ -1598,7 +1598,7 @@ impl Recognizer {
         }
         // A keyword named as a place to go ("安排个车到酒店", "a car to my hotel") says where, not
         // what to do: no keyword evidence (its words still count as terms).
-        hits.retain(|h| !after_destination_marker(query, h.1));
+        hits.retain(|h| !after_destination_marker(query, h.1, h.2));
         if let Some(cards) = self.exact_examples.get(&normalize(query)) {
             for &card in cards {
                 hits.push((card, 0, query.len(), self.cards[card as usize].examples_text_for(query)));
@@ -2185,8 +2185,11 @@ fn separable_forms(keyword: &str) -> Vec<String> {
 
 /// Whether the text just before byte `at` of `query` marks a destination or origin: Chinese
 /// 到 / 去 / 回 / 往 right before (not the resultative 订到 / 买到 / 找到 / 抢到), or English
-/// "to" / "from", optionally followed by my / the / our / your / his / her / their.
-fn after_destination_marker(query: &str, at: usize) -> bool {
+/// "to" / "from", optionally followed by my / the / our / your / his / her / their. A bare "to"
+/// whose word (ending at byte `end`) takes an object ("send someone to tune it", "to repair my
+/// piano") or that follows a verb of wanting ("I'd like to cancel") marks an infinitive: that
+/// word is what is asked for, not where to go.
+fn after_destination_marker(query: &str, at: usize, end: usize) -> bool {
     let before = &query[..at];
     let mut chars = before.chars().rev();
     match chars.next() {
@@ -2194,10 +2197,35 @@ fn after_destination_marker(query: &str, at: usize) -> bool {
         Some('去' | '回' | '往') => true,
         _ => {
             let (last, prev) = last_two_words(before);
-            word_in(last, &["to", "from"])
+            let infinitive = word_in(last, &["to"]) && (word_in(prev, WANTING) || takes_object(&query[end..]));
+            word_in(last, &["to", "from"]) && !infinitive
                 || word_in(last, &["my", "the", "our", "your", "his", "her", "their"]) && word_in(prev, &["to", "from"])
         }
     }
+}
+
+/// Words after which "to" opens an infinitive, never a destination ("want to", "how to", "be
+/// able to").
+const WANTING: &[&str] = &[
+    "want", "wants", "wanted", "need", "needs", "needed", "like", "love", "how", "able", "unable", "going", "trying",
+    "try", "have", "has", "had", "plan", "planning", "hope", "hoping", "wish", "decided", "forgot", "used",
+];
+
+/// Whether `rest`, the text right after an English word, opens with that word's object (a
+/// pronoun, a possessive or an article: "… it", "… my piano", "… the booking") or a verb
+/// particle ("… up", "… back"): the word is then a verb.
+fn takes_object(rest: &str) -> bool {
+    if rest.starts_with(|c: char| c.is_alphanumeric()) {
+        return false;
+    }
+    let next = rest.split_whitespace().next().map(|w| w.trim_end_matches(|c: char| !c.is_ascii_alphabetic()));
+    word_in(
+        next,
+        &[
+            "it", "them", "me", "us", "him", "my", "our", "your", "his", "her", "their", "the", "a", "an", "this",
+            "that", "these", "those", "up", "out", "off", "back", "down", "over",
+        ],
+    )
 }
 
 /// The last two whitespace-separated words of `text` (the last first), read from its last
@@ -4090,8 +4118,23 @@ mod tests {
         assert_eq!(last_two_words(&format!("{} to go to", "和".repeat(40))), (Some("to"), Some("go")));
         assert!(after_owned_destination("Send a car from my", "Send a car from my".len()));
         assert!(!after_owned_destination("I need to my", 7));
-        assert!(after_destination_marker("飞机到", "飞机到".len()));
-        assert!(after_destination_marker("a taxi From THE", "a taxi From THE".len()));
+        assert!(after_destination_marker("飞机到", "飞机到".len(), "飞机到".len()));
+        assert!(after_destination_marker("a taxi From THE", "a taxi From THE".len(), "a taxi From THE".len()));
+    }
+
+    #[test]
+    fn an_infinitive_to_marks_no_destination() {
+        let marked = |query: &str, word: &str| {
+            let at = query.find(word).unwrap();
+            after_destination_marker(query, at, at + word.len())
+        };
+        assert!(!marked("Could you send someone to tune it next week?", "tune"));
+        assert!(!marked("I'd like to cancel.", "cancel"));
+        assert!(!marked("We need someone to repair my piano", "repair"));
+        assert!(marked("I need a car to hotel", "hotel"));
+        assert!(marked("a ride to airport, then to my hotel", "airport"));
+        assert!(marked("a ride from the station to my hotel", "hotel"));
+        assert!(marked("from airport", "airport"));
     }
 
     #[test]
