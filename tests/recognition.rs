@@ -983,7 +983,8 @@ fn a_joined_request_is_planned_on_a_clear_lead_of_its_clause() {
 /// A correction takes back the cards its retracted part named, not every card a word there
 /// touched: the part meant after it may still be planned by meaning for a card met in the
 /// retracted part only on a word of its examples (the dental insurance card's example speaks of
-/// invoices). A card the retracted part named stays out. (Tuned on the seventy-fourth set.)
+/// invoices), or on a value. A card the retracted part named stays out. (Tuned on the seventy-fourth
+/// and seventy-ninth sets.)
 #[cfg(feature = "semantic")]
 #[test]
 fn a_correction_keeps_out_only_the_cards_it_named() {
@@ -998,6 +999,11 @@ fn a_correction_keeps_out_only_the_cards_it_named() {
     let bikes = eval_config("sixtyfirst").load();
     let q = "Can I book a test ride on an e-bike — sorry, no, I meant a regular gravel bike, no motor.";
     assert_eq!(routed(&bikes, q).0, ["bike_sales_agent"]);
+    // A value named in the part taken back ("an upright", one of the sales card's piano types)
+    // is what the correction is still about: it does not keep its card out.
+    let pianos = eval_config("seventyninth").load();
+    let q = "I'd like to rent an upright — sorry, no, I mean I want to buy one outright. What do you have?";
+    assert_eq!(routed(&pianos, q).0, ["sales_agent"]);
 }
 
 /// A card chosen as the best of two clauses is not in doubt over the clause where a rival comes

@@ -1333,13 +1333,14 @@ impl Recognizer {
     /// selected nothing: the card the query clearly means is selected, or the nearest cards
     /// join the did-you-mean list; their candidate entries get the semantic evidence. A card a
     /// negation or correction governs is neither, when the negated words named it (a keyword,
-    /// its name, a similar example, a value of its own); one met there only on words of its
-    /// description or examples may be.
+    /// its name, a similar example); one met there only on words of its description or
+    /// examples, or on a value of its own, may be: a correction keeps the thing it is about
+    /// ("I'd like to rent an upright — sorry, no, I mean I want to buy one outright").
     #[cfg(feature = "semantic")]
     fn by_meaning(&self, mut sims: Vec<super::semantic_stage::Similarity>, recognition: &mut Recognition) {
         use super::semantic_stage::{confidence, verdict, Verdict};
-        // Named: a keyword or a word of one, its name, a similar example, a value of its own. A
-        // card met there only on words of its description or examples may still be meant:
+        // Named: a keyword or a word of one, its name, a similar example. A card met there only
+        // on words of its description or examples, or on a value, may still be meant:
         // "帮我开张发票，不对不对，我是想问能不能用商业险直接结算" (the insurance card's example
         // mentions invoices).
         let firm = |c: &CardScore| {
@@ -1348,7 +1349,6 @@ impl Recognizer {
                     e,
                     Evidence::Keyword { .. }
                         | Evidence::SimilarExample { .. }
-                        | Evidence::Entity { .. }
                         | Evidence::Terms { field: Field::Name | Field::Keyword, .. }
                 )
             })
@@ -3534,9 +3534,9 @@ fn find_cues(norm: &Normalized) -> Vec<Cue> {
         ))
         .expect("static regex")
     });
-    // A contrast ends a Chinese cue's scope: "别订酒店只看看北京天气".
+    // A contrast ends a cue's scope: "别订酒店只看看北京天气", "I don't want a group tour, I'd rather …".
     static CONTRAST: std::sync::LazyLock<Regex> = std::sync::LazyLock::new(|| {
-        Regex::new(r"只|而是|改成|改为|换成|还是|就|但|(?-u:\b)just(?-u:\b)|(?-u:\b)only(?-u:\b)|(?-u:\b)but(?-u:\b)")
+        Regex::new(r"只|而是|改成|改为|换成|还是|就|但|(?-u:\b)(?:just|only|but|rather|prefer)(?-u:\b)")
             .expect("static regex")
     });
     let text = norm.text.as_str();
@@ -3661,7 +3661,7 @@ fn retractions(text: &str) -> Vec<Cue> {
             r"(?:[，,。.…！!；;\s~～—-]|不是|不[\p{Han}]{1,3}了|我|是|还是|其实|$)",
             r"|(?-u:\b)(actually,? no(?:[,.!;]| wait| sorry)|no,? wait|wait,? no(?-u:\b)|scratch that|",
             r"forget (?:that|it)(?-u:\b)|never ?mind(?: that)?[,.;!—-]|on second thought|",
-            r"(?:sorry|oops|my bad),? i (?:actually )?mean(?:t)?(?-u:\b)|i meant to say|i (?:actually |really )?meant)",
+            r"(?:sorry|oops|my bad|no)(?:,? no)?,? i (?:actually )?mean(?:t)?(?-u:\b)|i meant to say|i (?:actually |really )?meant)",
             r"|(?:[，,。…！!；;\s~～—-]|哦|噢|喔|啊|呃|嗯)(不是(?:不是)?)[，,。…！!；;~～—-]",
             r"|…(算了|不对)"
         ))
@@ -3770,6 +3770,26 @@ mod tests {
         assert!(scopes("My parcel hasn't arrived, I just want to know where it is").is_empty());
         // 有没有 asks, whatever follows.
         assert!(scopes("你们有没有夜间急诊，就是晚上十点以后的").is_empty());
+    }
+
+    #[test]
+    fn a_preference_or_a_plain_no_sets_a_request_straight() {
+        let scopes = |t: &str| negations(t).into_iter().map(|n| t[n.scope].to_string()).collect::<Vec<_>>();
+        // "rather" / "prefer" end what a negation governs.
+        let scope = scopes("I don't want a group tour with strangers, I'd rather you design a private trip");
+        assert_eq!(scope, ["don't want a group tour with strangers"]);
+        assert_eq!(scopes("Don't book the ferry. I'd prefer a flight"), ["Don't book the ferry. I'd "]);
+        // "sorry, no, I mean" / "no, I mean" take back what came before.
+        let taken_back = |t: &str| {
+            let text = Normalized::new(t).text;
+            retractions(&text).into_iter().map(|c| text[c.scope.0..c.scope.1].to_string()).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            taken_back("I'd like to rent an upright, sorry, no, I mean I want to buy one"),
+            ["i'd like to rent an upright, "]
+        );
+        assert_eq!(taken_back("Book a tuning visit. No, I mean a repair"), ["book a tuning visit. "]);
+        assert!(taken_back("No idea what I mean to do").is_empty());
     }
 
     const CARDS: &str = r#"
