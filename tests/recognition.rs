@@ -1490,6 +1490,21 @@ fn a_request_set_apart_by_a_connective_is_read_beside_the_whole_query() {
     assert_eq!(sorted(&routed(&parking, q).0), ["space_reservation_agent"]);
 }
 
+/// A clause whose own pick of words is not planned in the end (outranked by the whole query's
+/// best card, or dropped as a weak companion) has found nothing: a request joined to it, or a
+/// question sentence of its own, is read by meaning like any clause that found nothing.
+/// (Tuned on the seventy-five sets of the sixteenth session.)
+#[cfg(feature = "semantic")]
+#[test]
+fn a_clause_whose_pick_is_not_planned_is_read_by_meaning() {
+    let pharmacy = eval_config("twentyfourth").load();
+    let q = "帮我把这个月的降压药续上，顺便直接送到家里吧，我这周出不了门";
+    assert_eq!(sorted(&routed(&pharmacy, q).0), ["home_delivery_agent", "rx_refill_agent"]);
+    let utility = eval_config("seventysixth").load();
+    let q = "A water main just split open in the street in front of our house and the road is flooding, cars are driving through it. This needs someone out here right away.";
+    assert_eq!(routed(&utility, q).0, ["emergency_repair_agent"]);
+}
+
 /// A question sentence of its own that no connective joins adds its card by meaning when the
 /// encoder's nearest card leads the next clearly (`QUESTION_LEAD`); a story's question about the
 /// request already found adds nothing.

@@ -683,8 +683,9 @@ impl Recognizer {
         recognition
     }
 
-    /// A request joined by "and also / 另外 / 还有 …" (`requested`) whose clause found no card,
-    /// negated nothing and holds no cue: its card by meaning ("…, and the water's been cut off
+    /// A request joined by "and also / 另外 / 还有 …" (`requested`) whose clause found no card
+    /// (none it selected on its words is planned: a weak pick outranked or dropped counts as
+    /// none), negated nothing and holds no cue: its card by meaning ("…, and the water's been cut off
     /// since noon"), when the clause has content and is not more about topics no card covers.
     /// The encoder reads the request's part: the clause with the clauses beside it that no
     /// connective parts from it and that found, negated and cued nothing either. A question
@@ -707,7 +708,11 @@ impl Recognizer {
         let clauses: Vec<_> = clauses.collect();
         let cue =
             |o: &ClauseOutcome| parts.cues.iter().any(|c| (o.clause.start..o.clause.end).contains(&norm.orig(c.start)));
-        let empty = |o: &ClauseOutcome| o.selected.is_empty() && !o.negated && !cue(o);
+        // A clause found nothing when none of the cards it selected on its words is planned (a
+        // weak pick of its own, outranked or dropped as a companion, leaves it to meaning).
+        let planned: Vec<String> = recognition.selected.iter().map(|s| s.id.clone()).collect();
+        let found = |o: &ClauseOutcome| o.picked.iter().any(|&c| planned.contains(&self.cards[c as usize].id));
+        let empty = |o: &ClauseOutcome| !found(o) && !o.negated && !cue(o);
         for (i, &(o, _, requested, own_question)) in clauses.iter().enumerate() {
             if !(requested || own_question) || !empty(o) {
                 continue;
@@ -2707,6 +2712,7 @@ struct Ranked {
 struct ClauseOutcome {
     clause: Clause,
     selected: Vec<(usize, usize)>,
+    picked: Vec<u32>,
     negated: bool,
 }
 
@@ -2714,7 +2720,8 @@ impl ClauseOutcome {
     fn of(clause: Clause, scored: &[ClauseScore]) -> Self {
         let selected =
             scored.iter().filter(|c| c.selected).flat_map(|c| c.spans.iter().map(|&(s, e, _)| (s, e))).collect();
-        Self { clause, selected, negated: scored.iter().any(|c| c.negated.is_some()) }
+        let picked = scored.iter().filter(|c| c.selected).map(|c| c.card).collect();
+        Self { clause, selected, picked, negated: scored.iter().any(|c| c.negated.is_some()) }
     }
 }
 
