@@ -1493,7 +1493,7 @@ fn a_request_set_apart_by_a_connective_is_read_beside_the_whole_query() {
 /// A clause whose own pick of words is not planned in the end (outranked by the whole query's
 /// best card, or dropped as a weak companion) has found nothing: a request joined to it, or a
 /// question sentence of its own, is read by meaning like any clause that found nothing.
-/// (Tuned on the seventy-five sets of the sixteenth session.)
+/// (Tuned on the whole report of the sixteenth session.)
 #[cfg(feature = "semantic")]
 #[test]
 fn a_clause_whose_pick_is_not_planned_is_read_by_meaning() {
