@@ -3764,9 +3764,13 @@ mod tests {
         assert_eq!(cues("取消天气查询，帮我订酒店"), ["取消"]);
     }
 
+    /// The text each negation of `t` governs.
+    fn scopes(t: &str) -> Vec<String> {
+        negations(t).into_iter().map(|n| t[n.scope].to_string()).collect()
+    }
+
     #[test]
     fn a_denial_set_straight_negates_what_it_denies() {
-        let scopes = |t: &str| negations(t).into_iter().map(|n| t[n.scope].to_string()).collect::<Vec<_>>();
         assert_eq!(scopes("车没出事故，就是开着开着没电了，现在打不着火"), ["没出事故"]);
         assert_eq!(scopes("The car wasn't in an accident, it just won't start"), ["wasn't in an accident"]);
         // Without "only" after it, 没 and n't report the trouble itself.
@@ -3781,7 +3785,6 @@ mod tests {
 
     #[test]
     fn a_preference_or_a_plain_no_sets_a_request_straight() {
-        let scopes = |t: &str| negations(t).into_iter().map(|n| t[n.scope].to_string()).collect::<Vec<_>>();
         // "rather" / "prefer" end what a negation governs.
         let scope = scopes("I don't want a group tour with strangers, I'd rather you design a private trip");
         assert_eq!(scope, ["don't want a group tour with strangers"]);
