@@ -3181,9 +3181,13 @@ const ASKED_VERBS: &str = "订约拍买查办做弄修换退寄送洗租剪染�
 /// ("隐形眼镜的订阅先不改，…") —, and another clause follows with the request. `None` otherwise: a
 /// report ("航班取消了") or a whole request ("这个订单不要了", which asks to cancel it) keeps the
 /// cue's scope after it. A matter put aside the same way counts too: "车检的事不急，…",
-/// "储值卡的事先不用管，…" (不急 / 不着急, or a not-wanting cue before 管 / 理 / 考虑 …).
+/// "储值卡的事先不用管，…" (不急 / 不着急, or a not-wanting cue before 管 / 理 / 考虑 …), and so
+/// does one dropped with 算了 ending its clause ("钓鱼的就算了，帮我看看日落那班船"), unless the
+/// clause sets a condition ("没有票的话就算了", "要是太贵就算了": what follows is no request
+/// instead of it).
 fn topicalized_object(text: &str, cue_start: usize, cue_end: usize) -> Option<usize> {
-    const NOT_WANTED: &[&str] = &["不用", "不要", "不需要", "不必", "别", "先不", "不急", "不着急"];
+    const NOT_WANTED: &[&str] = &["不用", "不要", "不需要", "不必", "别", "先不", "不急", "不着急", "算了"];
+    const CONDITION: &[&str] = &["的话", "如果", "要是", "万一", "不行", "没有", "没", "不"];
     // Verbs that put a matter aside rather than ask for it: "储值卡的事先不用管，…".
     const SET_ASIDE: &[&str] = &["管", "理", "急", "着急", "考虑", "操心"];
     let cue = &text[cue_start..cue_end];
@@ -3204,6 +3208,13 @@ fn topicalized_object(text: &str, cue_start: usize, cue_end: usize) -> Option<us
     if (tail.is_empty() && cue.ends_with('急')) || SET_ASIDE.contains(&tail.trim_end_matches('了')) {
         let start = sentence_part_start(text, cue_start);
         return (start < cue_start).then_some(start);
+    }
+    if cue == "算了" {
+        let start = sentence_part_start(text, cue_start);
+        let named = &text[start..cue_start];
+        let dropped = matches!(tail, "" | "吧" | "啦");
+        return (dropped && named.chars().any(char::is_alphanumeric) && !CONDITION.iter().any(|w| named.contains(w)))
+            .then_some(start);
     }
     let asked = |v: &str| {
         v.chars().count() <= 2
@@ -3267,7 +3278,22 @@ fn meant_text<'q>(query: &'q str, norm: &Normalized, cues: &[Cue], negated: bool
         Regex::new(r"^\W*(?:(?:just|only|instead|rather|simply)(?-u:\b)|就|只|直接)").expect("static regex")
     });
     let instead = || INSTEAD.is_match(&after.to_lowercase());
-    if cut.is_empty() || (!negated && !instead()) || after.chars().filter(|c| c.is_alphanumeric()).count() < MEANT_MIN {
+    // "…I meant the sunset sightseeing boat, not fishing": a contrast after a pause that ends the
+    // query takes back what it names; what came before it is what is asked.
+    let contrast = negated
+        && after.chars().filter(|c| c.is_alphanumeric()).count() < MEANT_MIN
+        && cues.iter().filter(|c| !c.retracts && norm.orig(c.start) >= from).any(|c| {
+            let (s, e) = c.reach(norm);
+            let before = query[from..norm.orig(c.start)].trim_end();
+            CONTRASTS.contains(&c.text.as_str())
+                && to_pause(rest, s.saturating_sub(from), e - from).1 >= at
+                && before.ends_with([',', '，', '—', ';', '；'])
+                && before.chars().filter(|c| c.is_alphanumeric()).count() >= MEANT_MIN
+        });
+    if cut.is_empty()
+        || (!negated && !instead())
+        || (!contrast && after.chars().filter(|c| c.is_alphanumeric()).count() < MEANT_MIN)
+    {
         return from_first_letter(rest).into();
     }
     let mut kept = String::with_capacity(rest.len());
@@ -3281,6 +3307,10 @@ fn meant_text<'q>(query: &'q str, norm: &Normalized, cues: &[Cue], negated: bool
     kept.push_str(after);
     from_first_letter(&kept).to_string().into()
 }
+
+/// The negation cues that set what they name against what came before them ("…, not fishing").
+#[cfg(feature = "semantic")]
+const CONTRASTS: &[&str] = &["not", "instead of", "rather than", "而不是", "不是"];
 
 /// A cue's stretch `[s, e)` of `text` as read: an English cue's scope is a window of bytes, so it
 /// ends with the word it ends in, and a pause after the cue (, ; — ， ；) ends it ("instead of
@@ -3513,6 +3543,7 @@ static CUES: std::sync::LazyLock<Vec<(Regex, usize)>> = std::sync::LazyLock::new
             Regex::new(concat!(
                 r"(?-u:\b)(?:don't|dont|do not|no need to|no need for|no longer|never mind|forget about|forget the|scratch the|",
                 r"no worries about|not worried about|",
+                r"(?:won't|wont|will not) (?:need|be needing|require|want|be wanting|be using|be taking)|",
                 r"skip|(?:didn't|did not|don't|do not) mean|(?:wasn't|was not|i'm not|not) (?:asking|looking) for|",
                 r"(?:wasn't|was not|i'm not|not) asking about)(?-u:\b)"
             ))
@@ -3800,6 +3831,22 @@ mod tests {
         );
         assert_eq!(taken_back("Book a tuning visit. No, I mean a repair"), ["book a tuning visit. "]);
         assert!(taken_back("No idea what I mean to do").is_empty());
+    }
+
+    #[test]
+    fn a_matter_dropped_or_no_longer_needed_is_negated() {
+        // 算了 ending its clause drops the matter named before it ...
+        assert_eq!(scopes("钓鱼的就算了，帮我看看日落那班船几点开"), ["钓鱼的就算了"]);
+        // ... unless the clause sets a condition.
+        assert_eq!(scopes("没有票的话就算了，帮我看看日落那班船几点开"), ["算了"]);
+        assert_eq!(scopes("要是太贵就算了吧，帮我看看别的"), ["算了吧"]);
+        // "won't need" and the like negate what follows.
+        assert_eq!(
+            scopes("We won't need the holiday care after all. Just tell me the fees"),
+            ["won't need the holiday care after all. "]
+        );
+        // A fault reported with "won't" negates nothing.
+        assert!(scopes("The door won't open, can someone come?").is_empty());
     }
 
     const CARDS: &str = r#"
@@ -4632,6 +4679,13 @@ mod tests {
         );
         // A negation that ends the query is part of the request, not a request taken back.
         let q = "Will my data work in Japan? I don't want a huge surprise when I get back home";
+        assert_eq!(meant(q, true), q);
+        // A contrast after a pause that ends the query takes back what it names.
+        assert_eq!(
+            meant("Book the fishing trip — sorry, no, I meant the sunset sightseeing boat, not fishing.", true),
+            "the sunset sightseeing boat, "
+        );
+        let q = "I'd like the sunset sightseeing boat and not the fishing one";
         assert_eq!(meant(q, true), q);
         // After a retraction, what follows it.
         assert_eq!(meant("帮我订北京的酒店……不对，查一下北京明天的天气", false), "查一下北京明天的天气");
