@@ -115,7 +115,8 @@ pub fn stem(word: &str) -> String {
 
 /// Words whose Snowball stem is (the stem of) another common word of different meaning, with
 /// the stem they keep instead: "take it apart" met an apartment card, "I'm busy" a business
-/// one, an internal fault an international move.
+/// one, an internal fault an international move, paying in instalments an installation, a
+/// chipped corner a processor chip.
 const OVERSTEMMED: &[(&str, &str)] = &[
     ("apartment", "apartment"),
     ("apartments", "apartment"),
@@ -127,6 +128,11 @@ const OVERSTEMMED: &[(&str, &str)] = &[
     ("universities", "university"),
     ("experiment", "experiment"),
     ("experiments", "experiment"),
+    ("instalment", "instalment"),
+    ("instalments", "instalment"),
+    ("installment", "instalment"),
+    ("installments", "instalment"),
+    ("chipped", "chipped"),
 ];
 
 /// The stem a word is matched by: possessive `'s` dropped, and every negated auxiliary
@@ -900,6 +906,10 @@ mod tests {
     fn a_word_snowball_cuts_to_another_word_keeps_its_own_stem() {
         assert_eq!(terms("take it apart", TokKind::Word), ["apart"]);
         assert_eq!(terms("our apartments", TokKind::Word), ["apartment"]);
+        // Paying in instalments is no installation, a chipped corner no chip.
+        assert_ne!(stem("instalments"), stem("installation"));
+        assert_eq!(stem("installments"), stem("instalment"));
+        assert_eq!(terms("chipped", TokKind::Word), ["chipped"]);
         assert_eq!(stem("apartment"), stem("apartments"));
         assert_ne!(stem("business"), stem("busy"));
         assert_ne!(stem("international"), stem("internal"));
