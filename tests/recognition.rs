@@ -1533,6 +1533,23 @@ fn a_clause_whose_pick_is_not_planned_is_read_by_meaning() {
     assert_eq!(routed(&utility, q).0, ["emergency_repair_agent"]);
 }
 
+/// After a correction, a keyword holds the lexical pick only against cards the words scored well
+/// below it: the card the encoder finds nearest to what is asked instead, scored nearly as high,
+/// puts the pick in doubt. (Tuned on the whole report of the seventeenth session.)
+#[cfg(feature = "semantic")]
+#[test]
+fn after_a_correction_a_keyword_does_not_hold_a_pick_against_a_near_rival() {
+    let restaurant = eval_config("sixtyninth").load();
+    let q = "我想查一下储值卡余额，啊不是，我是想问昨天那单外卖怎么到现在还没到";
+    assert_eq!(routed(&restaurant, q).0, ["delivery_issue_agent"]);
+    let rental = eval_config("thirtyfirst").load();
+    let q = "帮我查一下违章……哦不对，是上次还车的时候说我车有划痕要赔钱";
+    assert_eq!(routed(&rental, q).0, ["damage_deposit_agent"]);
+    // After a correction with no such rival, the keyword holds its card.
+    let q = "我想查一下储值卡余额，啊不是，我是想问外卖能送到宝安吗";
+    assert_eq!(routed(&restaurant, q).0, ["takeaway_agent"]);
+}
+
 /// A question sentence of its own that no connective joins adds its card by meaning when the
 /// encoder's nearest card leads the next clearly (`QUESTION_LEAD`); a story's question about the
 /// request already found adds nothing.
