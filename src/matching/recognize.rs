@@ -114,6 +114,20 @@ enum Reading {
     Cut,
 }
 
+#[cfg(feature = "semantic")]
+impl Reading {
+    /// How `query`, with its `cues`, is read when the encoder reads `meant` ([`meant_text`]).
+    fn of(cues: &[Cue], query: &str, meant: &str) -> Self {
+        if cues.is_empty() {
+            Self::Plain
+        } else if meant == from_first_letter(query) {
+            Self::Cues
+        } else {
+            Self::Cut
+        }
+    }
+}
+
 /// How close in confidence another card must come to a lone pick held by a keyword or value for
 /// the encoder to decide between them after a correction (`Recognizer::doubt_lone_pick`). Tuned
 /// on the whole report (held-out sets included): 0.15 gained 2, 0.3 one more, 0.5 none more.
@@ -648,14 +662,7 @@ impl Recognizer {
             self.drop_weak_companions(query, &picks, sims, &mut recognition);
             let content = || has_content((0, query.len()));
             // Cues whose scope the encoder still reads (nothing taken out of the query).
-            let whole = meant == from_first_letter(query);
-            let cues = if parts.cues.is_empty() {
-                Reading::Plain
-            } else if whole {
-                Reading::Cues
-            } else {
-                Reading::Cut
-            };
+            let cues = Reading::of(&parts.cues, query, &meant);
             let lone = recognition.selected.len() == 1;
             self.semantic_stage(any_selected, topics, content, sims, &mut recognition);
             let lang = crate::text::Lang::detect(query);
