@@ -141,9 +141,12 @@ static HIRES: LazyLock<Regex> = LazyLock::new(|| {
         .expect("hiring words compile")
 });
 
-/// Words with which a card's texts say it recommends or compares.
+/// Words with which a card's texts say it recommends, compares or helps choose ("外景地怎么选",
+/// "how to choose"; not a bare "choosing": "choosing photos after the shoot" is picking from
+/// one's own).
 static ADVISES: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"推荐|对比|比较|建议|选购|recommend|compar|suggest|advi[cs]e").expect("advice words compile")
+    Regex::new(r"推荐|对比|比较|建议|选购|怎么选|如何选|怎么挑|如何挑|recommend|compar|suggest|advi[cs]e|how to choose|help(?:s|ing)? (?:you )?choose")
+        .expect("advice words compile")
 });
 
 /// Words with which a card's texts say it deals in prices, plans or billing.
@@ -283,6 +286,10 @@ mod tests {
             assert_eq!(asked(q), None, "{q}");
         }
         assert!(served("择日与风水\n搬家、开业择吉日，住宅风水咨询", Advice::Fortune));
+        // A card that helps choose serves a recommendation; picking from one's own photos does not.
+        assert!(served("外景与旅拍\n本地外景地怎么选、什么季节拍好看", Advice::Recommend));
+        assert!(served("gear desk\nhow to choose a tent for the season", Advice::Recommend));
+        assert!(!served("photo selection\nchoosing photos after the shoot, extra picks", Advice::Recommend));
         assert!(!served("搬家预约\n预约市内搬家的日期和时段", Advice::Fortune));
     }
 
