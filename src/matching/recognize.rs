@@ -1747,14 +1747,20 @@ impl Recognizer {
         (out, Topics { unknown: unknown_topics, known: known_topics })
     }
 
-    /// Entity evidence of the clause for every card owning a matching rule; returns the matched
+    /// Entity evidence of the clause for every card owning a matching rule (a value found inside
+    /// a longer value of another rule counts for neither of its own cards); returns the matched
     /// spans (query byte offsets).
     fn entity_evidence(&self, at: &ClauseAt<'_>, tokens: &[Token], acc: &mut HashMap<u32, Acc>) -> Vec<(usize, usize)> {
         let clause = at.clause;
         let text = &at.query[clause.start..clause.end];
         let mut masks: Vec<(usize, usize)> = Vec::new();
         let lower = Normalized::new(text);
-        for (src, (s, e, value)) in self.entities.find_all(text, &lower) {
+        let found = self.entities.find_all(text, &lower);
+        // A value inside a longer value of another rule is part of it ("Tianfu" of a district
+        // list inside "Tianfu campus" of a campus list): only the longer one names its cards.
+        let inside =
+            |&(s, e): &(usize, usize)| found.iter().any(|(_, (s2, e2, _))| *s2 <= s && e <= *e2 && e2 - s2 > e - s);
+        for (src, (s, e, value)) in found.iter().filter(|(_, (s, e, _))| !inside(&(*s, *e))).cloned() {
             let src = &self.entities.sources[src];
             masks.push((clause.start + s, clause.start + e));
             let mut owners: Vec<u32> = src.users.iter().map(|u| u.0).collect();
@@ -4229,6 +4235,39 @@ mod tests {
         // The value still counts where only its owner names it.
         let vet = r.recognize("我家狗需要看兽医");
         assert_eq!(ids(&vet), ["vet"]);
+    }
+
+    #[test]
+    fn a_value_inside_a_longer_value_names_no_card() {
+        let yaml = r#"
+- id: bus
+  name: School bus
+  description: Bus routes and stops for each district
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  required_semantic_keys:
+    - { key: district, description: district, extract: { values_from: districts } }
+- id: visit
+  name: Campus visits
+  description: Tours of a campus for families
+  endpoint: { url: "http://127.0.0.1:1/x", protocol: http }
+  required_semantic_keys:
+    - { key: campus, description: campus, extract: { values_from: campuses } }
+"#;
+        let specs: Vec<CapabilityCardSpec> = serde_yaml_ng::from_str(yaml).unwrap();
+        let refs: Vec<&CapabilityCardSpec> = specs.iter().collect();
+        let lists = BTreeMap::from([
+            ("districts".to_string(), vec!["Tianfu".to_string()]),
+            ("campuses".to_string(), vec!["Tianfu campus".to_string()]),
+        ]);
+        let r = Recognizer::new(&refs, &lists);
+        let entity = |q: &str, id: &str| {
+            r.recognize(q).score(id).is_some_and(|c| c.evidence.iter().any(|e| matches!(e, Evidence::Entity { .. })))
+        };
+        // "Tianfu" is part of "Tianfu campus": only the campus names its card.
+        assert!(entity("Could we drop by the Tianfu campus next week?", "visit"));
+        assert!(!entity("Could we drop by the Tianfu campus next week?", "bus"));
+        // On its own it names the district's card.
+        assert!(entity("Which stop is nearest in Tianfu?", "bus"));
     }
 
     #[test]
