@@ -893,6 +893,10 @@ mod tests {
         // Pausing is one facet in either language.
         assert!(terms("Can I pause my membership for a month?", TokKind::Concept).contains(&"#pause".to_string()));
         assert!(terms("年卡能不能先停掉", TokKind::Concept).contains(&"#pause".to_string()));
+        // Paying by the month, however many months.
+        assert!(terms("尾款能分12个月付吗", TokKind::Concept).contains(&"#loan".to_string()));
+        assert!(terms("Can I spread the cost over a year?", TokKind::Concept).contains(&"#loan".to_string()));
+        assert!(!terms("部分日期已约满", TokKind::Concept).contains(&"#loan".to_string()));
         // "left" of "any spots left" is no topic word.
         assert_eq!(terms("Any spots left in the yoga class?", TokKind::Word), ["spot", "yoga", "class"]);
         // A phrasal verb is also its closed compound, in either spelling.
