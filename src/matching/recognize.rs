@@ -133,6 +133,7 @@ impl Reading {
 /// on the whole report (held-out sets included): 0.15 gained 2, 0.3 one more, 0.5 none more.
 #[cfg(feature = "semantic")]
 const NEAR_RIVAL: f32 = 0.3;
+
 /// Raw score at which confidence is 0.5 (fitted on the demo tuning set: midpoint between the
 /// lowest right card, 1.41, and the highest wrong one, 1.23), and the logistic slope.
 const THETA: f32 = 1.35;
@@ -661,7 +662,7 @@ impl Recognizer {
             self.drop_value_only(query, || &spans().0, &picks, &mut recognition);
             self.drop_weak_companions(query, &picks, sims, &mut recognition);
             let content = || has_content((0, query.len()));
-            // Cues whose scope the encoder still reads (nothing taken out of the query).
+            // How the query's cues are read: none, read by the encoder with their scopes, or cut.
             let cues = Reading::of(&parts.cues, query, &meant);
             let lone = recognition.selected.len() == 1;
             self.semantic_stage(any_selected, topics, content, sims, &mut recognition);
