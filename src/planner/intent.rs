@@ -120,7 +120,8 @@ pub fn simple_intent_beside(registry: &Registry, lower: &str, recognition: &Reco
 }
 
 /// Blanks in `masked` (a copy of `lower`, same byte length) each word of the human list that a
-/// selected card's text shares with the query beside another word of its own: "我是要投诉昨天来的那个
+/// selected card's text shares with the query (its evidence or its own name, keywords and
+/// description: [`names_own_job`]) beside another word of its own: "我是要投诉昨天来的那个
 /// 师傅" with a "师傅投诉" card asks that card (it shares 投诉 and 师傅), while "我要投诉" alone, which
 /// the card shares nothing else with, still asks for a human. Another shared word is one of two
 /// characters or more (CJK) or a whole word, with no letter of the human word ("要投" is none).
@@ -132,7 +133,7 @@ fn mask_card_words(registry: &Registry, lower: &str, recognition: &Recognition, 
                 _ => None,
             });
             let terms: Vec<&str> = terms.flatten().map(|t| term_word(t)).collect();
-            terms.contains(&word)
+            (terms.contains(&word) || names_own_job(registry, &c.id, word))
                 && terms
                     .iter()
                     .any(|t| !t.chars().any(|c| word.contains(c)) && (t.chars().count() >= 2 || t.is_ascii()))
@@ -143,6 +144,20 @@ fn mask_card_words(registry: &Registry, lower: &str, recognition: &Recognition, 
             blank(masked, span);
         }
     }
+}
+
+/// Whether the name, keywords or description of card `id` hold `word` (lower-cased): "投诉" of a
+/// card named "洗车损伤投诉" is that card's job, though the query's evidence for the card may list
+/// other words of it ("…漆面被刮花了，要投诉": the example's 洗完 / 刮 / 漆).
+fn names_own_job(registry: &Registry, id: &str, word: &str) -> bool {
+    registry.get(id).is_some_and(|card| {
+        let spec = &card.spec;
+        spec.name
+            .all()
+            .chain(spec.keywords.iter().map(String::as_str))
+            .chain(spec.description.all())
+            .any(|t| t.to_lowercase().contains(word))
+    })
 }
 
 /// Blanks in `masked` each word of the human list that someone else did, as the query reports it:

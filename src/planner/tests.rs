@@ -131,6 +131,21 @@ fn a_human_word_a_selected_card_shares_with_more_is_that_card() {
     assert_first_turns(&reg, &cases);
 }
 
+/// A word of the human list that a selected card names as its job (in its name, keywords or
+/// description) is that card's, though the query met the card on other words: "…漆面被刮花了，要投诉"
+/// with a card named "洗车损伤投诉". Alone, or beside 转人工, it still asks for a human.
+#[test]
+fn a_human_word_a_selected_card_names_as_its_job_is_that_card() {
+    let reg = registry_at("tests/fixtures/eval/eightyseventh/agents_config.yaml");
+    let cases = [
+        ("帮我预约贴膜，哦不对，是上周洗完车漆面被刮花了，要投诉", "Fresh:damage_claim_agent"),
+        ("上周洗完车漆面被刮花了，我要投诉", "Fresh:damage_claim_agent"),
+        ("我要投诉", "escalate:UserRequested"),
+        ("上周洗完车漆面被刮花了，给我转人工", "escalate:UserRequested"),
+    ];
+    assert_first_turns(&reg, &cases);
+}
+
 #[test]
 fn turns_with_a_pending_clarification() {
     let reg = registry();
