@@ -559,7 +559,10 @@ impl Recognizer {
         let query = &query[..floor_char_boundary(query, MAX_QUERY)];
         let norm = Normalized::new(query);
         let negated = recognition.candidates.iter().any(CardScore::negated);
-        let read = meant_text(query, &norm, &find_cues(&norm), negated);
+        let cues = find_cues(&norm);
+        let clauses = split_clauses(&norm);
+        let reasons = reasons_for_negation(&norm, &clauses, &cues);
+        let read = encoder_text(query, &norm, &cues, negated, &clauses, &reasons);
         let sims = self.meaning.similarities(&read);
         let odds = super::semantic_stage::nearest_meant(&sims);
         let nearest = sims.iter().take(n).map(|s| (self.cards[s.card as usize].id.as_str(), s.cosine)).collect();
@@ -599,19 +602,8 @@ impl Recognizer {
 
         let mut per_card: HashMap<u32, CardAgg> = HashMap::new();
         let mut outcomes: Vec<ClauseOutcome> = Vec::with_capacity(clauses.len());
-        let mut topics = Topics::default();
-        let mut clause_topics: Vec<Topics> = Vec::with_capacity(clauses.len());
-        let mut scored: Vec<(Clause, Vec<ClauseScore>)> = clauses
-            .iter()
-            .map(|&(s, e, _)| {
-                let clause = Clause { start: norm.orig(s), end: norm.orig(e) };
-                let (scores, found) = self.score_clause(query, &norm, clause, &parts);
-                topics.unknown += found.unknown;
-                topics.known += found.known;
-                clause_topics.push(found);
-                (clause, scores)
-            })
-            .collect();
+        let reasons = reasons_for_negation(&norm, &clauses, &parts.cues);
+        let (mut scored, topics, clause_topics) = self.score_clauses(query, &norm, &clauses, &parts, &reasons);
         let any_selected = scored.iter().any(|(_, sc)| sc.iter().any(|c| c.selected));
         if any_selected {
             select_lone_requests(&mut scored, &clauses);
@@ -657,7 +649,7 @@ impl Recognizer {
             // The query's similarities to the cards: one encoding, made only if a step needs it.
             let sims = std::cell::OnceCell::new();
             let negated = recognition.candidates.iter().any(CardScore::negated);
-            let meant = meant_text(query, &norm, &parts.cues, negated);
+            let meant = encoder_text(query, &norm, &parts.cues, negated, &clauses, &reasons);
             let sims = || sims.get_or_init(|| self.meaning.similarities(&meant)).clone();
             self.drop_value_only(query, || &spans().0, &picks, &mut recognition);
             self.drop_weak_companions(query, &picks, sims, &mut recognition);
@@ -682,6 +674,36 @@ impl Recognizer {
         #[cfg(not(feature = "semantic"))]
         let _ = topics;
         self.set_aside_advice(advice, &beside_advice, recognition)
+    }
+
+    /// Each of `clauses` ([`split_clauses`]'s) scored on its own, with the topics found in each and
+    /// in all. The clauses of `reasons` ([`reasons_for_negation`]) score no card.
+    fn score_clauses(
+        &self,
+        query: &str,
+        norm: &Normalized,
+        clauses: &[(usize, usize, bool)],
+        parts: &QueryParts,
+        reasons: &[usize],
+    ) -> (ScoredClauses, Topics, Vec<Topics>) {
+        let mut topics = Topics::default();
+        let mut clause_topics: Vec<Topics> = Vec::with_capacity(clauses.len());
+        let scored = clauses
+            .iter()
+            .enumerate()
+            .map(|(i, &(s, e, _))| {
+                let clause = Clause { start: norm.orig(s), end: norm.orig(e) };
+                let (mut scores, found) = self.score_clause(query, norm, clause, parts);
+                if reasons.contains(&i) {
+                    scores.clear();
+                }
+                topics.unknown += found.unknown;
+                topics.known += found.known;
+                clause_topics.push(found);
+                (clause, scores)
+            })
+            .collect();
+        (scored, topics, clause_topics)
     }
 
     /// An advice request ([`advice::asked`](super::advice::asked): "推荐一个婚礼司仪", "which
@@ -2742,6 +2764,9 @@ fn worth_encoding(topics: Topics, recognition: &Recognition) -> bool {
     topics.unknown <= topics.known || recognition.candidates.iter().any(|c| c.raw > 0.0)
 }
 
+/// The clauses of a query, each with its cards' scores ([`Recognizer::score_clauses`]).
+type ScoredClauses = Vec<(Clause, Vec<ClauseScore>)>;
+
 /// Topics (lexicon concepts, not generic ones) of a query's clauses.
 #[derive(Debug, Default, Clone, Copy)]
 struct Topics {
@@ -3205,6 +3230,59 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
     out
 }
 
+/// The clauses (indices of `clauses`, [`split_clauses`]'s) that only give the reason for a
+/// negation before what is asked instead: after a clause holding a negation cue (not a
+/// retraction, not a contrast of [`CONTRASTS`]) and before a clause opening with just / only /
+/// simply / all I need / 我就 / 我只 / 就 / 只 / 直接, a clause that asks nothing (no request
+/// connective, no cue, no question mark, no word of asking: 帮 / 想 / 要 / 能 / 吗 / need / want /
+/// can …). "货车不用了，朋友借了车，我只要买点打包材料": 借了车 tells why the van is not needed, it
+/// asks for no van; "Forget the parking pass, we sold the car. I just need a door card…",
+/// "不用帮我们留房间了，亲戚都自己订酒店，我就想问问…". Their words count for no card.
+fn reasons_for_negation(norm: &Normalized, clauses: &[(usize, usize, bool)], cues: &[Cue]) -> Vec<usize> {
+    static INSTEAD: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(concat!(
+            r"^\W*(?:(?:(?:i|we)(?:'d| would)? )?(?:just|only|simply)(?-u:\b)|all (?:i|we) (?:need|want)(?-u:\b)",
+            r"|(?:我|我们)?(?:就|只|直接))"
+        ))
+        .expect("static regex")
+    });
+    static ASKS: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(concat!(
+            r"[?？]|(?-u:\b)(?:need|want|can|could|would|will|please|like to|how|what|when|where|which|help)(?-u:\b)",
+            r"|帮|请|想|要|能|可以|吗|呢|怎么|什么|哪|多少|麻烦"
+        ))
+        .expect("static regex")
+    });
+    let text = norm.text.as_str();
+    let negates = |&(s, e, _): &(usize, usize, bool)| {
+        cues.iter().any(|c| !c.retracts && (s..e).contains(&c.start) && !CONTRASTS.contains(&c.text.as_str()))
+    };
+    let quiet = |&(s, e, requested): &(usize, usize, bool)| {
+        let after = text[e..].trim_start();
+        !requested
+            && !cues.iter().any(|c| (s..e).contains(&c.start))
+            && !ASKS.is_match(&text[s..e])
+            && !after.starts_with(['?', '？'])
+    };
+    let mut out = Vec::new();
+    let Some(first) = clauses.iter().position(negates) else { return out };
+    let mut between = Vec::new();
+    for (i, clause) in clauses.iter().enumerate().skip(first + 1) {
+        if INSTEAD.is_match(&text[clause.0..clause.1]) {
+            out.append(&mut between);
+            break;
+        }
+        if negates(clause) {
+            between.clear();
+        } else if quiet(clause) {
+            between.push(i);
+        } else {
+            break;
+        }
+    }
+    out
+}
+
 /// Where the object of "不 + verb + 了" starts ("证件照不拍了，…": 证件照 is no longer wanted;
 /// "不订木屋了，…": 木屋, after the verb): the start of its sentence part, when the verb is one of
 /// asking for a service, the match ends the sentence part, a request follows, and an object is
@@ -3296,6 +3374,28 @@ const PART_END: &[char] = &['，', ',', '。', '；', ';', '！', '!', '？', '?
 /// [`PART_END`] before it).
 fn sentence_part_start(text: &str, at: usize) -> usize {
     text[..at].rfind(PART_END).map_or(0, |i| i + text[i..].chars().next().map_or(1, char::len_utf8))
+}
+
+/// [`meant_text`], read from what is asked instead when clauses before it only gave a negation's
+/// reasons ([`reasons_for_negation`], `reasons` of `clauses`): "Forget the parking pass, we sold
+/// the car. I just need a door card…" is read from "I just need".
+fn encoder_text<'q>(
+    query: &'q str,
+    norm: &Normalized,
+    cues: &[Cue],
+    negated: bool,
+    clauses: &[(usize, usize, bool)],
+    reasons: &[usize],
+) -> std::borrow::Cow<'q, str> {
+    let meant = meant_text(query, norm, cues, negated);
+    let Some(asked) = reasons.last().and_then(|&last| clauses.get(last + 1)).map(|c| norm.orig(c.0)) else {
+        return meant;
+    };
+    if query.ends_with(&*meant) && query.len() - meant.len() < asked {
+        from_first_letter(&query[asked..]).into()
+    } else {
+        meant
+    }
 }
 
 /// What the query asks for, as the sentence encoder reads it: after a retraction, what follows
@@ -3900,6 +4000,33 @@ mod tests {
         );
         // A fault reported with "won't" negates nothing.
         assert!(scopes("The door won't open, can someone come?").is_empty());
+    }
+
+    #[test]
+    fn clauses_that_only_give_a_negations_reason_ask_for_nothing() {
+        let reasons = |q: &str| -> Vec<String> {
+            let norm = Normalized::new(q);
+            let clauses = split_clauses(&norm);
+            let found = reasons_for_negation(&norm, &clauses, &find_cues(&norm));
+            found.into_iter().map(|i| q[norm.orig(clauses[i].0)..norm.orig(clauses[i].1)].trim().to_string()).collect()
+        };
+        assert_eq!(reasons("货车不用了，朋友借了车，我只要买点打包材料"), ["朋友借了车"]);
+        assert_eq!(
+            reasons("Forget the parking pass, we sold the car. I just need a door card set up"),
+            ["we sold the car"]
+        );
+        assert_eq!(
+            reasons("不用帮我们留房间了，亲戚都自己订酒店，我就想问问每桌的菜能不能加一道龙虾"),
+            ["亲戚都自己订酒店"]
+        );
+        // A clause that asks something is no reason; nor is one with no negation before it, or
+        // with no "just / 就 / 只" request after it.
+        assert!(reasons("不用订酒店了，帮我看看机票，我就想早点到").is_empty());
+        assert!(reasons("Book the hotel, we sold the car. I just need a door card").is_empty());
+        assert!(reasons("不用订酒店了，朋友家有地方住，帮我查一下明天的天气").is_empty());
+        // Through the recognizer: 酒店 in the reason counts for no card.
+        let r = recognizer(CARDS);
+        assert_eq!(ids(&r.recognize("酒店不用订了，朋友家附近有酒店，我只想问问北京明天天气")), ["weather"]);
     }
 
     const CARDS: &str = r#"
