@@ -279,8 +279,9 @@ pub fn thanks_praise_only(lower: &str) -> bool {
     static PRAISE: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(concat!(
             r"(?-u:\b)(?:amazing|great|delicious|lovely|loved|perfect|wonderful|awesome|fantastic|excellent|beautiful)(?-u:\b)",
-            r"|(?-u:\b)(?:happy|glad|pleased|enjoyed)(?-u:\b)",
-            r"|好吃|太棒|很棒|真棒|满意|好评|不错|漂亮|好看|喜欢|开心|高兴"
+            r"|(?-u:\b)(?:happy|glad|pleased|enjoyed|brilliant|superb|thrilled|spotless)(?-u:\b)",
+            r"|(?-u:\b)(?:(?:as )?good as new|like new|like a new one|works perfectly|works great|spot on)(?-u:\b)",
+            r"|好吃|太棒|很棒|真棒|满意|好评|不错|漂亮|好看|喜欢|开心|高兴|跟新的一样|像新的一样|和新的一样"
         ))
         .expect("static regex")
     });
@@ -330,6 +331,8 @@ mod tests {
             "谢谢，蛋糕很不错",
             "Thank you so much for looking after Lily today, she came home really happy!",
             "谢谢老师，孩子今天回家特别开心",
+            "Thanks so much, the bike rides like new!",
+            "谢谢师傅，车修得跟新的一样",
         ] {
             assert!(thanks_praise_only(&q.to_lowercase()), "{q}");
         }
@@ -340,6 +343,7 @@ mod tests {
             "谢谢，蛋糕很好吃，就是送晚了",
             "Thanks, that's all I needed",
             "Thanks, she was happy but her bag went missing",
+            "Thanks, it rides like new. Can you service my other bike too?",
         ] {
             assert!(!thanks_praise_only(&q.to_lowercase()), "{q}");
         }
