@@ -75,7 +75,7 @@ static CHEAPEST: LazyLock<Regex> = LazyLock::new(|| {
 static JOB: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"招聘|应聘|求职|(投|发|递|交|寄|附上|提交)[^，。？！,.?!\s]{0,4}简历|简历[^，。？！,.?!\s]{0,6}(投|发|递|寄|邮箱)|",
-        r"招(不招)?(人|兼职|全职|[^，。？！,.?!\s新学]{0,6}(店员|学徒|司机|骑手|员工|技师|师傅|阿姨|人手|保安|护工|老师|教练|译员|管家|厨师|服务员|工程师|开发|经理|助理|实习生|摄影师|化妆师|设计师|工人|搬运工|临时工|小时工|钟点工|装卸工|普工))|",
+        r"招(不招)?(人|兼职|全职|[^，。？！,.?!\s新学]{0,6}(店员|学徒|司机|骑手|员工|技师|师傅|阿姨|人手|保安|护工|老师|教练|译员|管家|厨师|服务员|工程师|开发|经理|助理|实习生|摄影师|化妆师|设计师|工人|搬运工|临时工|小时工|钟点工|装卸工|普工|前台|收银|导购|营业员|检票员|救生员|保洁|清洁工|客服|配送员|快递员|送餐员|洗碗工|帮厨|接待|店长|领班|调酒师|咖啡师|导游|讲解员))|",
         r"(?-u:\b)hiring(?-u:\b)|(?-u:\b)job (openings?|vacanc)|(?-u:\b)vacanc(y|ies)(?-u:\b)|(?-u:\b)apply for (a|the|any) (job|position)(?-u:\b)|",
         r"(?-u:\b)work(ing)? for you(?-u:\b)|(?-u:\b)franchisee(?-u:\b)|(?-u:\b)merchants? sign up(?-u:\b)|",
         r"(?-u:\b)(send|sent|sending|attach|attached|submit|submitted|email|emailed|forward|upload|uploaded|drop off|here(’s|'s| is)|enclosed?)( you| over| in)? (a copy of )?my (cv|resume)(?-u:\b)|",
@@ -141,6 +141,16 @@ static HIRES: LazyLock<Regex> = LazyLock::new(|| {
         .expect("hiring words compile")
 });
 
+/// Whether the hiring word `m` of `text` (lower-cased) hires something out rather than takes
+/// people on: "hiring a hall for birthdays", "hiring out the whole pool", "hiring the boat".
+fn hires_out(text: &str, m: regex::Match<'_>) -> bool {
+    static OUT: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^ (?:out )?(?:a|an|the|our|your|whole|private|rooms?|halls?|venues?|spaces?|equipment|gear|boats?|cars?|vans?|bikes?)(?-u:\b)")
+            .expect("hiring-out words compile")
+    });
+    m.as_str() == "hiring" && OUT.is_match(&text[m.end()..])
+}
+
 /// Words with which a card's texts say it recommends, compares or helps choose ("外景地怎么选",
 /// "how to choose"; not a bare "choosing": "choosing photos after the shoot" is picking from
 /// one's own).
@@ -185,7 +195,7 @@ pub fn asked(query: &str) -> Option<Advice> {
 /// tells fortunes.
 pub fn served(card_text: &str, advice: Advice) -> bool {
     match advice {
-        Advice::Job => HIRES.is_match(card_text),
+        Advice::Job => HIRES.find_iter(card_text).any(|m| !hires_out(card_text, m)),
         Advice::UsedGoods => DEALS_USED.is_match(card_text),
         Advice::Recommend => ADVISES.is_match(card_text),
         Advice::Cheapest => ADVISES.is_match(card_text) || PRICES.is_match(card_text),
@@ -240,6 +250,7 @@ mod tests {
             "你们公司还招搬运工吗，按天结算的那种",
             "你们招不招消杀师傅，没经验的话有没有培训",
             "你们招不招摄影助理，应届生可以吗",
+            "你们酒店还招前台吗？我是旅游管理专业今年刚毕业的",
             "我想投份简历，你们还缺人吗",
             "can i send you my cv for the weekend shifts?",
             "how do i sign up to become a delivery rider? what's the pay like?",
@@ -265,6 +276,9 @@ mod tests {
             Advice::Job
         ));
         assert!(served("招聘\n查看在招岗位、投递简历", Advice::Job));
+        // Hiring something out is no hiring of people.
+        assert!(!served("booking a whole screening or hiring a hall for birthdays", Advice::Job));
+        assert!(served("we are hiring projectionists and ushers", Advice::Job));
         assert!(!served("print jobs\nresume a paused print job and track it.", Advice::Job));
         assert!(!served("delivery complaints\nreport a rude rider or a late delivery.", Advice::Job));
     }
