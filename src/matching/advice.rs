@@ -9,8 +9,9 @@
 //! price, plan …); for work ([`Advice::Job`]) when they hire or take partners on (招聘, 加盟,
 //! recruit, franchise …); for used goods ([`Advice::UsedGoods`]) when they deal in them (二手,
 //! 回收, 以旧换新, second-hand, trade-in …); for know-how ([`Advice::Tips`]: 技巧, 用什么软件, any
-//! tips, which app) when they teach, advise or guide (教, 课, 指导, lesson, coach, guide …); or
-//! when the query names it by keyword
+//! tips, which app) when they teach, advise or guide (教, 课, 指导, lesson, coach, guide …); for a
+//! piece of writing ([`Advice::Compose`]: 写一段致辞, write my wedding vows) when they write (文案,
+//! 撰写, copywriting …); or when the query names it by keyword
 //! (`Recognizer::set_aside_advice`). The rule comes from the evaluation sets'
 //! out-of-scope misses (README, "Recognition").
 
@@ -40,6 +41,11 @@ pub enum Advice {
     /// "what's an auspicious date to open the shop?"). A card of the field is not meant unless its
     /// own texts deal in it ([`served`]).
     Fortune,
+    /// A piece of writing composed for the user: a speech, a toast, vows, a poem, an essay, a
+    /// caption, greetings ("能帮我写一段婚礼上新郎讲的致辞吗", "Could you help me write my wedding
+    /// vows?"). A card of the field is not meant unless its own texts say it writes
+    /// ([`served`]: 文案, 撰写, 代写, copywriting, writing …).
+    Compose,
 }
 
 /// Cues of a recommendation in a query (lower-cased, as [`super::normalize`] leaves it). Word
@@ -135,6 +141,25 @@ static DEALS_USED: LazyLock<Regex> = LazyLock::new(|| {
     .expect("used-goods words compile")
 });
 
+/// Cues of a piece of writing asked for: 写 + a measure word, then (within twelve characters) a
+/// kind of text one composes (致辞, 演讲稿, 文案, 作文, 读后感, 诗, 祝福, 情书, 请假条 …); "write
+/// (me / my / a) …" a speech, toast, poem, essay, vows, eulogy, cover letter, caption, book report.
+/// "抬头写个人就行" (what to write on an invoice) names no kind of text.
+static COMPOSE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"写(一|几|个|篇|段|首|份|封|句)[^，。？！,.?!\s]{0,12}(致辞|讲话稿|演讲稿|发言稿|主持词|文案|作文|读后感|观后感|诗|祝福|贺词|情书|请假条|检讨|悼词|誓词|求职信|自我介绍|朋友圈)|",
+        r"(?-u:\b)(?:write|draft|compose)(?: me| us)?(?: (?:my|our|a|an|some|the|his|her))? (?:short |funny |heartfelt |wedding |best man'?s? |maid of honou?r'?s? )?",
+        r"(?:speech|toast|poem|essay|vows|eulogy|cover letter|love letter|caption|book report|tribute|lyrics|limerick|haiku)(?-u:\b)"
+    ))
+    .expect("writing cues compile")
+});
+
+/// Words with which a card's texts say it writes for its customers.
+static WRITES: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"文案|撰写|代写|写作|撰稿|copywrit|ghostwrit|speechwrit|(?-u:\b)writing(?-u:\b)")
+        .expect("writing words compile")
+});
+
 /// Words with which a card's texts say it hires or takes partners on.
 static HIRES: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"招聘|招募|应聘|求职|入职|加盟|入驻|简历|岗位|recruit|hiring|careers?(?-u:\b)|(?-u:\b)job (application|opening|posting)|open positions?|vacanc|franchis|onboard|applicant|(?-u:\b)cv(?-u:\b)|résumé")
@@ -169,7 +194,7 @@ static PRICES: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// The advice `query` (lower-cased) asks for, if it is an advice request (work first, then a
-/// recommendation, the cheapest option, used goods, know-how, fortune-telling).
+/// recommendation, the cheapest option, used goods, know-how, fortune-telling, a piece of writing).
 pub fn asked(query: &str) -> Option<Advice> {
     if JOB.is_match(query) {
         Some(Advice::Job)
@@ -183,6 +208,8 @@ pub fn asked(query: &str) -> Option<Advice> {
         Some(Advice::Tips)
     } else if FORTUNE.is_match(query) {
         Some(Advice::Fortune)
+    } else if COMPOSE.is_match(query) {
+        Some(Advice::Compose)
     } else {
         None
     }
@@ -192,7 +219,7 @@ pub fn asked(query: &str) -> Option<Advice> {
 /// `card_text` serves an `advice` request: it recommends or compares; for the cheapest option, it
 /// may also deal in prices, plans or billing; for work, it hires or takes partners on; for used
 /// goods, it deals in them; for know-how, it teaches, advises or guides; for fortune-telling, it
-/// tells fortunes.
+/// tells fortunes; for a piece of writing, it writes.
 pub fn served(card_text: &str, advice: Advice) -> bool {
     match advice {
         Advice::Job => HIRES.find_iter(card_text).any(|m| !hires_out(card_text, m)),
@@ -201,6 +228,7 @@ pub fn served(card_text: &str, advice: Advice) -> bool {
         Advice::Cheapest => ADVISES.is_match(card_text) || PRICES.is_match(card_text),
         Advice::Tips => TEACHES.is_match(card_text),
         Advice::Fortune => FORTUNE.is_match(card_text),
+        Advice::Compose => WRITES.is_match(card_text),
     }
 }
 
@@ -305,6 +333,30 @@ mod tests {
         assert!(served("gear desk\nhow to choose a tent for the season", Advice::Recommend));
         assert!(!served("photo selection\nchoosing photos after the shoot, extra picks", Advice::Recommend));
         assert!(!served("搬家预约\n预约市内搬家的日期和时段", Advice::Fortune));
+    }
+
+    #[test]
+    fn a_piece_of_writing_is_asked_only_of_a_card_that_writes() {
+        for q in [
+            "能帮我写一段婚礼上新郎讲的致辞吗，三分钟左右",
+            "帮我写一篇《活着》的读后感，八百字左右",
+            "能帮我写几句给老婆的生日祝福吗",
+            "could you help me write my wedding vows?",
+            "can you write me a best man's speech?",
+            "draft a short toast for my parents' anniversary",
+        ] {
+            assert_eq!(asked(q), Some(Advice::Compose), "{q}");
+        }
+        for q in [
+            "上周买的空调能补一张电子普票吗，抬头写个人就行",
+            "蛋糕上写个名字要加钱吗",
+            "can you write the invoice to my company?",
+        ] {
+            assert_eq!(asked(q), None, "{q}");
+        }
+        assert!(served("婚礼文案\n誓词、致辞代写", Advice::Compose));
+        assert!(served("made-to-order cakes, writing on the cake", Advice::Compose));
+        assert!(!served("宾客住宿\n婚礼当天宾客房间预留", Advice::Compose));
     }
 
     #[test]
