@@ -672,7 +672,7 @@ impl Recognizer {
             self.joined_clauses_by_meaning(query, &norm, &parts, joined, has_content, &mut recognition);
         }
         #[cfg(not(feature = "semantic"))]
-        let _ = topics;
+        let _ = (topics, clause_topics);
         self.set_aside_advice(advice, &beside_advice, recognition)
     }
 
@@ -3379,6 +3379,7 @@ fn sentence_part_start(text: &str, at: usize) -> usize {
 /// [`meant_text`], read from what is asked instead when clauses before it only gave a negation's
 /// reasons ([`reasons_for_negation`], `reasons` of `clauses`): "Forget the parking pass, we sold
 /// the car. I just need a door card…" is read from "I just need".
+#[cfg(feature = "semantic")]
 fn encoder_text<'q>(
     query: &'q str,
     norm: &Normalized,
@@ -3462,7 +3463,6 @@ fn meant_text<'q>(query: &'q str, norm: &Normalized, cues: &[Cue], negated: bool
 }
 
 /// The negation cues that set what they name against what came before them ("…, not fishing").
-#[cfg(feature = "semantic")]
 const CONTRASTS: &[&str] = &["not", "instead of", "rather than", "而不是", "不是"];
 
 /// A cue's stretch `[s, e)` of `text` as read: an English cue's scope is a window of bytes, so it
