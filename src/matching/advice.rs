@@ -154,6 +154,12 @@ static COMPOSE: LazyLock<Regex> = LazyLock::new(|| {
     .expect("writing cues compile")
 });
 
+/// What comes right before a 写 that writes on something the business makes or sends: a card, a
+/// cake ("花束的卡片上帮我写一段祝福", "蛋糕上写几句生日祝福"): an order's detail, not a composition.
+static WRITTEN_ON: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(上|卡|卡片|贺卡)(帮我|给我|替我|帮忙|能不能|可以|能)?$").expect("writing cues compile")
+});
+
 /// Words with which a card's texts say it writes for its customers.
 static WRITES: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"文案|撰写|代写|写作|撰稿|copywrit|ghostwrit|speechwrit|(?-u:\b)writing(?-u:\b)")
@@ -208,7 +214,7 @@ pub fn asked(query: &str) -> Option<Advice> {
         Some(Advice::Tips)
     } else if FORTUNE.is_match(query) {
         Some(Advice::Fortune)
-    } else if COMPOSE.is_match(query) {
+    } else if COMPOSE.find_iter(query).any(|m| !WRITTEN_ON.is_match(&query[..m.start()])) {
         Some(Advice::Compose)
     } else {
         None
@@ -350,6 +356,8 @@ mod tests {
         for q in [
             "上周买的空调能补一张电子普票吗，抬头写个人就行",
             "蛋糕上写个名字要加钱吗",
+            "花束的卡片上帮我写一段祝福",
+            "蛋糕上写几句生日祝福，字要金色的",
             "can you write the invoice to my company?",
         ] {
             assert_eq!(asked(q), None, "{q}");
