@@ -3239,6 +3239,9 @@ fn split_clauses(norm: &Normalized) -> Vec<(usize, usize, bool)> {
 /// asks for no van; "Forget the parking pass, we sold the car. I just need a door card…",
 /// "不用帮我们留房间了，亲戚都自己订酒店，我就想问问…". Their words count for no card.
 fn reasons_for_negation(norm: &Normalized, clauses: &[(usize, usize, bool)], cues: &[Cue]) -> Vec<usize> {
+    // The twin of `meant_text`'s INSTEAD, read at a clause's start, so a subject may come first
+    // ("我只要…", "I just need…"). Not merged: the wider pattern would change what the encoder
+    // reads after a negation that negated no card.
     static INSTEAD: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(concat!(
             r"^\W*(?:(?:(?:i|we)(?:'d| would)? )?(?:just|only|simply)(?-u:\b)|all (?:i|we) (?:need|want)(?-u:\b)",
